@@ -1,0 +1,51 @@
+"""Run the course's benchmarks outside nbval and write bench/results.json.
+
+Each `bench/bench_*.py` module has `run() -> dict[str, float | int | str]`; their
+results are merged, printed as a table and saved with the machine they ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results.json"
+
+
+def _modules(only: list[str]) -> list[str]:
+    names = sorted(p.stem for p in HERE.glob("bench_*.py"))
+    return [n for n in names if not only or any(o in n for o in only)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the selected benchmarks, print a table and write results.json."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("only", nargs="*", help="substrings of benchmark names to run")
+    args = parser.parse_args(argv)
+    results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    for name in _modules(args.only):
+        t0 = time.perf_counter()
+        print(f"== {name}", flush=True)
+        results.update(importlib.import_module(f"bench.{name}").run())
+        print(f"   ({time.perf_counter() - t0:.0f} s)", flush=True)
+    results["machine"] = (f"{platform.machine()}, {torch.get_num_threads()} threads, "
+                          f"torch {torch.__version__}")
+    RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
+    width = max(map(len, results))
+    for key, value in sorted(results.items()):
+        shown = f"{value:.4g}" if isinstance(value, float) else value
+        print(f"{key:<{width}}  {shown}")
+    print(f"wrote {RESULTS.relative_to(HERE.parent)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""Small shared helpers for the PyTorch-on-GPUs course.
+
+Importing this package never touches CUDA or picks a device.
+"""
+
+from helpers.devices import env_report, fallback_device, num_gpus, try_all_gpus, try_gpu
+from helpers.plotting import bar_chart, line_plot
+from helpers.timing import Timing, benchmark, synchronize
+
+__all__ = [
+    "Timing",
+    "bar_chart",
+    "benchmark",
+    "env_report",
+    "fallback_device",
+    "line_plot",
+    "num_gpus",
+    "synchronize",
+    "try_all_gpus",
+    "try_gpu",
+]

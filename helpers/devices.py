@@ -1,0 +1,100 @@
+"""Find, choose and describe the devices PyTorch can use.
+
+Nothing here runs at import time: every function asks torch when it is called,
+so importing `helpers` never initialises CUDA.
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import subprocess
+
+import torch
+
+__all__ = ["num_gpus", "try_gpu", "try_all_gpus", "fallback_device", "env_report"]
+
+
+def num_gpus() -> int:
+    """Return how many CUDA GPUs this process can see (0 without a driver)."""
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def fallback_device() -> torch.device:
+    """Return the best non-CUDA device: Apple's `mps` if usable, else `cpu`."""
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def try_gpu(i: int = 0, verbose: bool = True) -> torch.device:
+    """Return `cuda:i` if it exists, else the fallback device, saying why."""
+    if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+        raise ValueError(
+            f"try_gpu(i) needs a GPU index >= 0, got {i!r}. "
+            "GPUs are numbered 0, 1, ... as listed by torch.cuda.device_count()."
+        )
+    n = num_gpus()
+    if i < n:
+        return torch.device(f"cuda:{i}")
+    dev = fallback_device()
+    if verbose:
+        plural = "s" if n != 1 else ""
+        have = f"only {n} GPU{plural} (cuda:0..cuda:{n - 1})" if n else "no CUDA GPU"
+        print(f"try_gpu({i}): this machine has {have}; falling back to {dev}.")
+    return dev
+
+
+def try_all_gpus() -> list[torch.device]:
+    """Return every CUDA GPU, or `[device('cpu')]` when there is none."""
+    n = num_gpus()
+    return [torch.device(f"cuda:{i}") for i in range(n)] or [torch.device("cpu")]
+
+
+def _nvidia_smi() -> str:
+    """Return a short `nvidia-smi` summary, or why there is none."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return "nvidia-smi: not found (no NVIDIA driver on this machine)"
+    query = "--query-gpu=index,name,memory.total,driver_version"
+    try:
+        out = subprocess.run([exe, query, "--format=csv,noheader"], text=True,
+                             capture_output=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"nvidia-smi: failed to run ({err.__class__.__name__})"
+    text = (out.stdout or out.stderr).strip()
+    if not text:
+        return "nvidia-smi: no output"
+    return "nvidia-smi:\n  " + "\n  ".join(text.splitlines())
+
+
+def _accelerator() -> str:
+    """Return what `torch.accelerator` reports, or that it has none."""
+    acc = getattr(torch, "accelerator", None)
+    if acc is None or not acc.is_available():
+        return "torch.accelerator: none available (code will run on the CPU)"
+    return (f"torch.accelerator: {acc.current_accelerator()} x {acc.device_count()}, "
+            f"current index {acc.current_device_index()}")
+
+
+def env_report() -> str:
+    """Return a one-screen report of versions, devices and drivers."""
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() \
+        else None
+    lines = [
+        f"python {platform.python_version()}, torch {torch.__version__}, "
+        f"built for CUDA {torch.version.cuda or 'none'}, cuDNN {cudnn or 'none'}",
+        f"CPU: {platform.machine()}, {torch.get_num_threads()} torch threads",
+    ]
+    n = num_gpus()
+    if n == 0:
+        lines.append("CUDA GPUs: none visible (torch.cuda.is_available() is False)")
+    for i in range(n):
+        p = torch.cuda.get_device_properties(i)
+        lines.append(f"cuda:{i}: {p.name}, {p.total_memory / 2**30:.1f} GiB, "
+                     f"compute capability {p.major}.{p.minor}")
+    if fallback_device().type == "mps":
+        lines.append("mps: Apple GPU available")
+    lines += [_accelerator(), _nvidia_smi()]
+    return "\n".join(lines)

@@ -1,0 +1,77 @@
+"""Time code honestly: warm up, synchronise the device, report median and spread."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+__all__ = ["Timing", "synchronize", "benchmark"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Seconds per call over several measured repeats."""
+
+    median: float
+    iqr: float
+    min: float
+    max: float
+    repeats: int
+    device: str
+    method: str
+
+    def __str__(self) -> str:
+        return (f"{self.median * 1e3:.3f} ms median (IQR {self.iqr * 1e3:.3f} ms, "
+                f"n={self.repeats}, {self.device}, {self.method})")
+
+
+def synchronize(device: torch.device | str) -> None:
+    """Wait until all queued work on `device` has finished."""
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    elif dev.type == "mps":
+        torch.mps.synchronize()
+
+
+def _iqr(samples: list[float]) -> float:
+    """Return the interquartile range of `samples` (0 for fewer than 2)."""
+    if len(samples) < 2:
+        return 0.0
+    q = statistics.quantiles(samples, n=4, method="inclusive")
+    return q[2] - q[0]
+
+
+def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
+              warmup: int = 3, repeats: int = 10, number: int = 1) -> Timing:
+    """Time `fn()` on `device`: warm up, then median seconds per call over repeats."""
+    if warmup < 0 or repeats < 1 or number < 1:
+        raise ValueError("benchmark needs warmup >= 0, repeats >= 1 and number >= 1")
+    dev = torch.device(device)
+    for _ in range(warmup):
+        fn()
+    synchronize(dev)
+    samples = []
+    use_events = dev.type == "cuda"
+    for _ in range(repeats):
+        if use_events:
+            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+            start.record()
+            for _ in range(number):
+                fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1e3 / number)
+        else:
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            synchronize(dev)
+            samples.append((time.perf_counter() - t0) / number)
+    method = "CUDA events" if use_events else "perf_counter"
+    return Timing(statistics.median(samples), _iqr(samples), min(samples), max(samples),
+                  repeats, str(dev), method)

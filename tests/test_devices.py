@@ -1,0 +1,124 @@
+"""Device selection, on this CPU machine and on faked 0-, 1- and 2-GPU machines."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import helpers
+from helpers import devices
+
+
+@pytest.fixture
+def fake_gpus(monkeypatch):
+    """Return a function that makes torch report `n` CUDA GPUs and optional MPS."""
+
+    def fake(n: int, mps: bool = False) -> None:
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: n > 0)
+        monkeypatch.setattr(torch.cuda, "device_count", lambda: n)
+        monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+
+    return fake
+
+
+@pytest.mark.parametrize("n", [0, 1, 2])
+def test_num_gpus(fake_gpus, n):
+    fake_gpus(n)
+    assert helpers.num_gpus() == n
+
+
+def test_num_gpus_is_zero_when_cuda_unavailable(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 3)  # stale count
+    assert helpers.num_gpus() == 0
+
+
+@pytest.mark.parametrize("n, i, expected", [
+    (2, 0, "cuda:0"), (2, 1, "cuda:1"), (1, 0, "cuda:0"),
+    (1, 1, "cpu"), (0, 0, "cpu"), (2, 7, "cpu"),
+])
+def test_try_gpu_picks_or_falls_back(fake_gpus, capsys, n, i, expected):
+    fake_gpus(n)
+    assert helpers.try_gpu(i) == torch.device(expected)
+    said = capsys.readouterr().out
+    if expected == "cpu":
+        assert f"try_gpu({i})" in said and "falling back to cpu" in said
+    else:
+        assert said == ""
+
+
+def test_try_gpu_prefers_mps_over_cpu(fake_gpus, capsys):
+    fake_gpus(0, mps=True)
+    assert helpers.try_gpu() == torch.device("mps")
+    assert "falling back to mps" in capsys.readouterr().out
+
+
+def test_try_gpu_names_what_exists(fake_gpus, capsys):
+    fake_gpus(1)
+    helpers.try_gpu(7)
+    assert "only 1 GPU (cuda:0..cuda:0)" in capsys.readouterr().out
+
+
+def test_try_gpu_quiet(fake_gpus, capsys):
+    fake_gpus(0)
+    helpers.try_gpu(3, verbose=False)
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("bad", [-1, -7, 1.0, "0", True])
+def test_try_gpu_rejects_bad_index(bad):
+    with pytest.raises(ValueError, match="GPU index >= 0"):
+        helpers.try_gpu(bad)
+
+
+@pytest.mark.parametrize("n, expected", [
+    (0, ["cpu"]), (1, ["cuda:0"]), (2, ["cuda:0", "cuda:1"]),
+])
+def test_try_all_gpus(fake_gpus, n, expected):
+    fake_gpus(n)
+    assert helpers.try_all_gpus() == [torch.device(d) for d in expected]
+
+
+def test_this_machine_has_no_gpu(capsys):
+    assert helpers.try_gpu(99) == helpers.fallback_device()
+    assert "falling back" in capsys.readouterr().out
+    assert helpers.try_all_gpus() == [torch.device("cpu")]
+
+
+def test_env_report_without_driver(fake_gpus, monkeypatch):
+    fake_gpus(0)
+    monkeypatch.setattr(devices.shutil, "which", lambda _: None)
+    report = helpers.env_report()
+    assert f"torch {torch.__version__}" in report
+    assert "CUDA GPUs: none visible" in report
+    assert "nvidia-smi: not found" in report
+    assert "torch.accelerator" in report
+
+
+def test_env_report_lists_fake_gpus(fake_gpus, monkeypatch):
+    fake_gpus(2)
+
+    class Props:
+        name, total_memory, major, minor = "Fake GPU", 16 * 2**30, 8, 0
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: Props)
+    monkeypatch.setattr(devices, "_nvidia_smi", lambda: "nvidia-smi: faked")
+    monkeypatch.setattr(devices, "_accelerator", lambda: "torch.accelerator: faked")
+    report = helpers.env_report()
+    assert "cuda:0: Fake GPU, 16.0 GiB, compute capability 8.0" in report
+    assert "cuda:1: Fake GPU" in report
+
+
+def test_nvidia_smi_failure_is_explained(monkeypatch):
+    monkeypatch.setattr(devices.shutil, "which", lambda _: "/nonexistent/nvidia-smi")
+    assert devices._nvidia_smi().startswith("nvidia-smi: failed to run")
+
+
+def test_import_does_not_initialise_cuda():
+    code = ("import torch, helpers, helpers.timing, helpers.plotting; "
+            "print(torch.cuda.is_initialized())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr

@@ -1,0 +1,62 @@
+"""The timing helper warms up, synchronises and reports median and spread."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+
+from helpers import Timing, benchmark, synchronize
+from helpers import timing as timing_mod
+
+
+def test_counts_warmup_and_repeats():
+    calls = []
+    t = benchmark(lambda: calls.append(1), warmup=2, repeats=5, number=3)
+    assert len(calls) == 2 + 5 * 3
+    assert t.repeats == 5 and t.device == "cpu" and t.method == "perf_counter"
+
+
+def test_median_of_a_known_sleep():
+    t = benchmark(lambda: time.sleep(0.01), warmup=1, repeats=5)
+    assert 0.009 < t.median < 0.05
+    assert t.min <= t.median <= t.max
+    assert t.iqr >= 0
+
+
+def test_median_resists_one_outlier(monkeypatch):
+    ticks = iter([0, 1, 1, 2, 2, 100, 100, 101, 101, 102])  # start/stop pairs
+    monkeypatch.setattr(timing_mod.time, "perf_counter", lambda: next(ticks))
+    t = benchmark(lambda: None, warmup=0, repeats=5)
+    assert t.median == 1 and t.max == 98
+
+
+def test_synchronises_the_device_it_times(monkeypatch):
+    seen = []
+    monkeypatch.setattr(timing_mod, "synchronize", lambda d: seen.append(str(d)))
+    benchmark(lambda: None, device="cpu", warmup=1, repeats=3)
+    assert seen == ["cpu"] * 4  # once after warm-up, once per repeat
+
+
+def test_synchronize_is_a_no_op_on_cpu():
+    synchronize("cpu")
+    synchronize(torch.device("cpu"))
+
+
+@pytest.mark.parametrize("kw", [{"warmup": -1}, {"repeats": 0}, {"number": 0}])
+def test_rejects_bad_arguments(kw):
+    with pytest.raises(ValueError):
+        benchmark(lambda: None, **kw)
+
+
+def test_str_is_readable():
+    t = Timing(0.0012, 0.0001, 0.001, 0.002, 10, "cpu", "perf_counter")
+    assert str(t) == "1.200 ms median (IQR 0.100 ms, n=10, cpu, perf_counter)"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_cuda_events_on_gpu():  # the CPU path is covered above; this adds the GPU one
+    x = torch.randn(256, 256, device="cuda")
+    t = benchmark(lambda: x @ x, device="cuda", repeats=3)
+    assert t.method == "CUDA events" and t.median > 0

@@ -1,0 +1,91 @@
+"""Keep every notebook's Colab badge, Colab setup cell and metadata in sync.
+
+The repository URL lives in one place, pyproject.toml's [project.urls] Repository.
+`python -m tools.notebook_conventions` (or `make badges`) rewrites all notebooks from
+it; tests/test_notebooks.py checks that nothing has drifted.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+BADGE_IMG = "https://colab.research.google.com/assets/colab-badge.svg"
+BADGE_RE = re.compile(r"\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)")
+COLAB_TAG = "colab-setup"
+COLAB_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
+
+
+def repo_url() -> str:
+    """Return the repository URL set in pyproject.toml."""
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]["urls"]["Repository"].rstrip("/")
+
+
+def badge(nb_path: Path) -> str:
+    """Return the Markdown of the "Open in Colab" badge for `nb_path`."""
+    slug = repo_url().removeprefix("https://github.com/")
+    rel = nb_path.resolve().relative_to(ROOT).as_posix()
+    target = f"https://colab.research.google.com/github/{slug}/blob/main/{rel}"
+    return f"[![Open In Colab]({BADGE_IMG})]({target})"
+
+
+def colab_cell_source() -> str:
+    """Return the setup cell that runs only on Colab and is silent elsewhere."""
+    return f'''\
+# Colab only: fetch the course and install its helpers; Colab's own torch is kept.
+import sys
+
+if "google.colab" in sys.modules:
+    import os
+    import subprocess
+
+    if not os.path.isdir("/content/course"):
+        subprocess.run(["git", "clone", "-q", "--depth=1",
+                        "{repo_url()}", "/content/course"], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "-e", "/content/course"], check=True)
+    sys.path.insert(0, "/content/course")
+    os.chdir("/content/course/notebooks")'''
+
+
+def sync(nb_path: Path) -> bool:
+    """Rewrite `nb_path`'s badge, Colab cell and metadata; return True if changed."""
+    nb = nbformat.read(nb_path, as_version=4)
+    before = nbformat.writes(nb)
+    title = nb.cells[0]
+    if BADGE_RE.search(title.source):
+        title.source = BADGE_RE.sub(lambda _: badge(nb_path), title.source, count=1)
+    else:
+        head, _, rest = title.source.partition("\n")
+        title.source = f"{head}\n\n{badge(nb_path)}\n{rest}"
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    if not code or COLAB_TAG not in code[0].metadata.get("tags", []):
+        cell = nbformat.v4.new_code_cell(colab_cell_source())
+        cell.metadata["tags"] = [COLAB_TAG]
+        nb.cells.insert(1, cell)
+    else:
+        code[0].source = colab_cell_source()
+    nb.metadata.update(COLAB_METADATA)
+    after = nbformat.writes(nb)
+    if after != before:
+        nbformat.write(nb, nb_path)
+    return after != before
+
+
+def main() -> int:
+    """Sync every notebook and report which ones changed."""
+    for path in sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb")):
+        if sync(path):
+            print(f"updated {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
