@@ -58,12 +58,13 @@ def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
     samples = []
     use_events = dev.type == "cuda"
     for _ in range(repeats):
-        if use_events:
-            start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-            start.record()
-            for _ in range(number):
-                fn()
-            end.record()
+        if use_events:  # record on `dev`'s stream, whichever GPU is current
+            with torch.cuda.device(dev):
+                start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+                start.record()
+                for _ in range(number):
+                    fn()
+                end.record()
             end.synchronize()
             samples.append(start.elapsed_time(end) / 1e3 / number)
         else:

@@ -46,9 +46,10 @@ if "google.colab" in sys.modules:
     import os
     import subprocess
 
+    url = "{repo_url()}"
     if not os.path.isdir("/content/course"):
-        subprocess.run(["git", "clone", "-q", "--depth=1",
-                        "{repo_url()}", "/content/course"], check=True)
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, "/content/course"],
+                       check=True)
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
                     "-e", "/content/course"], check=True)
     sys.path.insert(0, "/content/course")
