@@ -26,6 +26,8 @@ help:
 	@echo "make bench    run the benchmarks and write bench/results.json"
 	@echo "make html     export the executed course to site/"
 	@echo "make badges   rewrite Colab badges and setup cells from pyproject.toml"
+	@echo "make test-browser  open notebook 01 in JupyterLab in headless Chromium"
+	@echo "make test-gpu      the whole suite plus GPU figures, on an NVIDIA GPU machine"
 	@echo "Pick notebooks with NOTEBOOKS=notebooks/01_cuda_queries.ipynb (outputs, nbval)"
 
 setup: $(STAMP)
@@ -46,14 +48,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 unit: $(STAMP)
-	$(BIN)/pytest tests --durations=0
+	$(BIN)/pytest tests --ignore=tests/browser --durations=0
 
 nbval: $(STAMP)
 	$(BIN)/pytest $(NBVAL) $(NOTEBOOKS) --durations=0
 
 test: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/pytest tests $(NOTEBOOKS) $(NBVAL) --durations=0
+	$(BIN)/pytest tests --ignore=tests/browser $(NOTEBOOKS) $(NBVAL) --durations=0
 
 outputs: $(STAMP)
 	cd notebooks && for nb in $(notdir $(NOTEBOOKS)); do \
@@ -68,6 +70,27 @@ bench: $(STAMP)
 
 badges: $(STAMP)
 	$(BIN)/python -m tools.notebook_conventions
+
+# The static site: every notebook as stored (nothing re-executed), for offline reading.
+html: $(STAMP)
+	$(BIN)/python -m tools.build_site --out site $(NOTEBOOKS)
+
+# The browser test needs Debian's chromium + chromium-driver (apt; .ci/run installs
+# them) and selenium in .venv (installed here, once).
+BROWSER_STAMP := $(VENV)/.installed-browser
+
+$(BROWSER_STAMP): $(STAMP) requirements-browser.txt
+	$(BIN)/python -m pip install -q --disable-pip-version-check \
+	    -r requirements-browser.txt 2> >(grep -v "^WARNING: Location" >&2)
+	touch $@
+
+test-browser: $(BROWSER_STAMP)
+	$(BIN)/pytest tests/browser --durations=0
+
+# On a machine with NVIDIA GPUs: ruff, unit tests, every notebook (nbval-lax), make
+# bench, and the headline figures, into reports/test_gpu/. See tools/test_gpu.sh.
+test-gpu: $(STAMP)
+	NOTEBOOKS="$(NOTEBOOKS)" tools/test_gpu.sh
 
 clean:
 	rm -rf $(VENV) site reports bench/results.json

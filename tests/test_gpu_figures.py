@@ -1,0 +1,48 @@
+"""`make test-gpu`'s figures collector, and its script's clear stop without a GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+import torch
+from conftest import ROOT
+
+from tools import gpu_figures
+
+
+def test_quick_figures_write_json_and_markdown(tmp_path, monkeypatch):
+    bench = tmp_path / "results.json"
+    bench.write_text(json.dumps({"ddp_cpu_speedup_2proc": 1.5, "machine": "x"}))
+    monkeypatch.setattr(gpu_figures, "BENCH", bench)
+    monkeypatch.setattr(gpu_figures, "NOTEBOOK_REPORT", tmp_path / "missing.json")
+    assert gpu_figures.main(["--quick", "--out", str(tmp_path / "out")]) == 0
+    fig = json.loads((tmp_path / "out" / "figures.json").read_text())
+    assert fig["matmul_tflops"]["cpu float32 n=512"] > 0
+    assert fig["bench"]["ddp_cpu_speedup_2proc"] == 1.5 and fig["notebook_10"] is None
+    text = (tmp_path / "out" / "figures.md").read_text()
+    assert "| ddp_cpu_speedup_2proc | 1.5 |" in text and "| machine |" not in text
+    if not torch.cuda.is_available():
+        assert fig["speedup_vs_cpu"] == {} and fig["h2d_gbps"] == {}
+        assert "not measured: no CUDA GPU" in text
+
+
+def test_matmul_tflops_counts_two_flops_per_multiply_add(monkeypatch):
+    class Fixed:
+        median = 2.0
+
+    monkeypatch.setattr(gpu_figures, "benchmark", lambda *a, **k: Fixed)
+    assert gpu_figures.matmul_tflops("cpu", 100) == pytest.approx(2 * 100**3 / 2 / 1e12)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_test_gpu_script_stops_clearly_without_a_gpu(tmp_path):
+    env = {**os.environ, "REPORT_DIR": str(tmp_path)}
+    env.pop("TEST_GPU_ALLOW_CPU", None)
+    run = subprocess.run([str(ROOT / "tools" / "test_gpu.sh")], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    assert run.stderr.startswith("no GPU found")
+    assert not any(tmp_path.iterdir()), "nothing may run without a GPU"
