@@ -1,0 +1,203 @@
+"""Tests of helpers.stages and of the scripts that notebooks 08 and 09 launch."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import NOTEBOOK_DIR
+from torch import nn
+
+from helpers.launch import torchrun
+from helpers.stages import (
+    PipelinedResNet,
+    TwoStageResNet,
+    bubble_fraction,
+    cut_shape,
+    idle_fraction,
+    make_resnet,
+    max_rel_diff,
+    overlap_time,
+    plot_timeline,
+    split_stages,
+    training_memory,
+)
+
+SCRIPTS = NOTEBOOK_DIR / "scripts"
+TINY = ["--batch", "6", "--image", "16", "--repeats", "1"]
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Linux")
+two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+
+
+def _batch(n: int = 6, image: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
+    torch.manual_seed(1)
+    return torch.randn(n, 3, image, image), torch.randint(0, 10, (n,))
+
+
+def _grads(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> list[torch.Tensor]:
+    model.zero_grad()
+    F.cross_entropy(model(x), y).backward()
+    return [p.grad.clone() for p in model.parameters()]
+
+
+def test_make_resnet_is_seeded_and_has_no_layer4():
+    a, b = make_resnet(seed=3), make_resnet(seed=3)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(),
+                                                  strict=True))
+    assert isinstance(a.layer4, nn.Identity) and a.fc.in_features == 256
+    assert a(torch.zeros(2, 3, 16, 16)).shape == (2, 10)
+
+
+def test_make_resnet_norms():
+    kinds = {type(m) for m in make_resnet(norm="group").modules()}
+    assert nn.GroupNorm in kinds and nn.BatchNorm2d not in kinds
+    with pytest.raises(ValueError, match="norm must be"):
+        make_resnet(norm="layer")
+
+
+def test_split_stages_share_modules_and_compose_to_the_model():
+    model = make_resnet(norm="group")
+    stage1, stage2 = split_stages(model)
+    assert stage1[0] is model.conv1 and stage2[-1] is model.fc
+    n_params = sum(1 for _ in stage1.parameters()) + sum(1 for _ in stage2.parameters())
+    assert n_params == sum(1 for _ in model.parameters())
+    x, _ = _batch()
+    torch.testing.assert_close(stage2(stage1(x)), model(x))
+
+
+@pytest.mark.parametrize("image", [16, 33, 64])
+def test_cut_shape_matches_stage1(image):
+    stage1, _ = split_stages(make_resnet())
+    assert stage1(torch.zeros(2, 3, image, image)).shape[1:] == cut_shape(image)
+
+
+def test_two_stage_model_equals_the_whole_model():
+    whole = make_resnet()
+    split = TwoStageResNet(copy.deepcopy(whole), "cpu", "cpu")
+    x, y = _batch()
+    torch.testing.assert_close(split(x), whole(x))
+    torch.testing.assert_close(_grads(split, x, y), _grads(whole, x, y))
+
+
+@pytest.mark.parametrize("split_size", [1, 4, 6])
+def test_pipelined_model_equals_the_whole_model(split_size):
+    whole = make_resnet(norm="group")
+    piped = PipelinedResNet(copy.deepcopy(whole), "cpu", "cpu", split_size=split_size)
+    x, y = _batch()  # 6 images: split sizes 4 leaves an uneven last micro-batch
+    torch.testing.assert_close(piped(x), whole(x), rtol=1e-4, atol=1e-5)
+    assert max_rel_diff(_grads(piped, x, y), _grads(whole, x, y)) < 1e-4
+
+
+def test_pipelining_changes_batchnorm_outputs():
+    whole = make_resnet(norm="batch")
+    piped = PipelinedResNet(copy.deepcopy(whole), "cpu", "cpu", split_size=2)
+    x, _ = _batch()
+    assert not torch.allclose(piped(x), whole(x), atol=1e-3)
+
+
+@two_gpus
+def test_two_stage_model_on_two_gpus():
+    whole = make_resnet(norm="group")
+    split = PipelinedResNet(copy.deepcopy(whole), "cuda:0", "cuda:1", split_size=2)
+    x, _ = _batch()
+    out = split(x)
+    assert out.device == torch.device("cuda:1")
+    torch.testing.assert_close(out.cpu(), whole(x), rtol=1e-2, atol=1e-3)
+
+
+def test_bubble_fraction():
+    assert bubble_fraction(2, 1) == 0.5
+    assert bubble_fraction(4, 5) == 3 / 8
+    assert bubble_fraction(1, 7) == 0
+    with pytest.raises(ValueError):
+        bubble_fraction(2, 0)
+
+
+def test_idle_fraction_of_known_timelines():
+    serial = [(0, "F", 0, 0.0, 1.0), (1, "F", 0, 1.0, 2.0)]
+    overlapped = [(0, "F", 0, 0.0, 1.0), (1, "F", 0, 0.0, 1.0)]
+    assert idle_fraction(serial) == 0.5
+    assert idle_fraction(overlapped) == 0.0
+    with pytest.raises(ValueError):
+        idle_fraction([])
+
+
+def test_overlap_time_counts_both_stages_busy():
+    events = [(0, "F", 0, 0.0, 1.0), (0, "F", 1, 1.0, 2.0), (1, "F", 0, 1.5, 3.0)]
+    assert overlap_time(events) == 0.5
+    assert overlap_time(events[:2]) == 0
+
+
+def test_plot_timeline_draws_one_chart_per_timeline():
+    events = [(0, "F", 0, 0.0, 0.01), (1, "F", 0, 0.01, 0.02), (1, "B", 0, 0.02, 0.04),
+              (0, "B", 0, 0.04, 0.05)]
+    fig = plot_timeline({"a": events, "b": events[:2]}, title="t")
+    assert len(fig.axes) == 2 and "idle 50%" in fig.axes[1].get_title()
+    plt.close(fig)
+
+
+def test_training_memory_adam_is_16_bytes_per_parameter():
+    mem = training_memory(1_000)
+    assert mem == {"params": 4000, "grads": 4000, "optimizer": 8000, "total": 16000}
+    assert training_memory(10, bytes_per_param=2, optimizer_states=0)["total"] == 40
+
+
+def test_max_rel_diff_scales_by_the_reference():
+    ref = [torch.tensor([1.0, -2.0]), torch.tensor([1e-3, 0.0])]
+    assert max_rel_diff(ref, ref) == 0
+    off = [ref[0], torch.tensor([1.1e-3, 0.0])]
+    assert max_rel_diff(off, ref) == pytest.approx(0.1)
+    with pytest.raises(ValueError):
+        max_rel_diff(ref[:1], ref)
+
+
+def _stage_grads(path) -> list[torch.Tensor]:
+    return torch.load(path, weights_only=True)["grads"]
+
+
+@linux_only
+def test_mp_script_matches_the_whole_model(tmp_path):
+    torchrun(SCRIPTS / "mp_two_stages.py", "--out", tmp_path, *TINY, echo=False,
+             timeout=120)
+    result = json.loads((tmp_path / "mp.json").read_text())
+    assert {"single_s", "split_s", "copy_s"} <= result.keys()
+    assert idle_fraction(result["events"]) > 0.4  # naive: one stage at a time
+    x, y = _batch()
+    ref = _grads(make_resnet(), x, y)
+    got = _stage_grads(tmp_path / "stage0.pt") + _stage_grads(tmp_path / "stage1.pt")
+    assert max_rel_diff(got, ref) < 1e-4
+
+
+@linux_only
+def test_pipe_manual_script_matches_the_whole_model(tmp_path):
+    torchrun(SCRIPTS / "pipe_manual.py", "--out", tmp_path, *TINY, "--splits", "6,2",
+             "--check-split", "4", echo=False, timeout=120)
+    result = json.loads((tmp_path / "pipe.json").read_text())
+    assert sorted(result) == ["2", "6"]
+    assert sum(e[1] == "F" for e in result["2"]["events"]) == 2 * 3  # 2 stages, m=3
+    x, y = _batch()
+    whole = make_resnet(norm="group")
+    ref = _grads(whole, x, y)
+    got = _stage_grads(tmp_path / "stage0.pt") + _stage_grads(tmp_path / "stage1.pt")
+    assert max_rel_diff(got, ref) < 1e-4
+    logits = torch.load(tmp_path / "stage1.pt", weights_only=True)["logits"]
+    torch.testing.assert_close(logits, whole(x), rtol=1e-4, atol=1e-5)
+
+
+@linux_only
+def test_pipe_schedules_script_matches_the_whole_model(tmp_path):
+    torchrun(SCRIPTS / "pipe_schedules.py", "--out", tmp_path, *TINY, "--chunks", "3",
+             echo=False, timeout=120)
+    assert set(json.loads((tmp_path / "schedules.json").read_text())) == {"GPipe",
+                                                                          "1F1B"}
+    x, y = _batch()
+    ref = _grads(make_resnet(norm="group"), x, y)
+    for name in ("GPipe", "1F1B"):
+        got = (_stage_grads(tmp_path / f"{name}_stage0.pt")
+               + _stage_grads(tmp_path / f"{name}_stage1.pt"))
+        assert max_rel_diff(got, ref) < 1e-4
