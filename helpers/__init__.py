@@ -4,10 +4,13 @@ Importing this package never touches CUDA or picks a device.
 """
 
 from helpers.devices import env_report, fallback_device, num_gpus, try_all_gpus, try_gpu
+from helpers.launch import LaunchError, LaunchResult, torchrun
 from helpers.plotting import bar_chart, line_plot
 from helpers.timing import Timing, benchmark, synchronize
 
 __all__ = [
+    "LaunchError",
+    "LaunchResult",
     "Timing",
     "bar_chart",
     "benchmark",
@@ -16,6 +19,7 @@ __all__ = [
     "line_plot",
     "num_gpus",
     "synchronize",
+    "torchrun",
     "try_all_gpus",
     "try_gpu",
 ]

@@ -27,6 +27,7 @@ __all__ = [
     "bubble_fraction",
     "cut_shape",
     "idle_fraction",
+    "leave_group",
     "make_resnet",
     "max_rel_diff",
     "overlap_time",
@@ -215,3 +216,11 @@ def training_memory(num_params: int, bytes_per_param: int = 4,
     params = num_params * bytes_per_param
     return {"params": params, "grads": params, "optimizer": optimizer_states * params,
             "total": (2 + optimizer_states) * params}
+
+
+def leave_group() -> None:
+    """Leave the process group, then give gloo's threads time to finish before exit."""
+    dist.destroy_process_group()
+    # gloo frees the last collectives' tensors on its own threads; if Python is already
+    # shutting down the process aborts ("terminate called without an active exception").
+    time.sleep(0.2)

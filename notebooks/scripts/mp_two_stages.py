@@ -20,7 +20,13 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from helpers.stages import cut_shape, make_resnet, pipeline_step, split_stages
+from helpers.stages import (
+    cut_shape,
+    leave_group,
+    make_resnet,
+    pipeline_step,
+    split_stages,
+)
 from helpers.timing import benchmark
 
 
@@ -93,7 +99,7 @@ def main() -> None:
         print(f"two processes, naive split: {results['split_s'] * 1e3:.0f} ms/step")
         print(f"copy of the {results['act_mib']:.1f} MiB activation: "
               f"{results['copy_s'] * 1e3:.1f} ms each way")
-    dist.destroy_process_group()
+    leave_group()
 
 
 if __name__ == "__main__":

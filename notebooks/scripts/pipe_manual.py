@@ -20,7 +20,13 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from helpers.stages import cut_shape, make_resnet, pipeline_step, split_stages
+from helpers.stages import (
+    cut_shape,
+    leave_group,
+    make_resnet,
+    pipeline_step,
+    split_stages,
+)
 from helpers.timing import benchmark
 
 
@@ -80,7 +86,7 @@ def main() -> None:
             print(f"split_size {split:3d}: {median * 1e3:5.0f} ms/step")
     if rank == 0:
         (Path(args.out) / "pipe.json").write_text(json.dumps(results))
-    dist.destroy_process_group()
+    leave_group()
 
 
 if __name__ == "__main__":

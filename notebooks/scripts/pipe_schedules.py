@@ -19,7 +19,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
-from helpers.stages import make_resnet, split_stages
+from helpers.stages import leave_group, make_resnet, split_stages
 from helpers.timing import benchmark
 
 SCHEDULES = {"GPipe": ScheduleGPipe, "1F1B": Schedule1F1B}
@@ -74,7 +74,7 @@ def main() -> None:
                   f"{timings[name] * 1e3:.0f} ms/step")
     if rank == 0:
         (Path(args.out) / "schedules.json").write_text(json.dumps(timings))
-    dist.destroy_process_group()
+    leave_group()
 
 
 if __name__ == "__main__":
