@@ -6,6 +6,7 @@ so importing `helpers` never initialises CUDA.
 
 from __future__ import annotations
 
+import numbers
 import platform
 import shutil
 import subprocess
@@ -30,6 +31,8 @@ def fallback_device() -> torch.device:
 
 def try_gpu(i: int = 0, verbose: bool = True) -> torch.device:
     """Return `cuda:i` if it exists, else the fallback device, saying why."""
+    if isinstance(i, numbers.Integral) and not isinstance(i, bool):
+        i = int(i)  # accept numpy and torch integers too
     if not isinstance(i, int) or isinstance(i, bool) or i < 0:
         raise ValueError(
             f"try_gpu(i) needs a GPU index >= 0, got {i!r}. "

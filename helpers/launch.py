@@ -33,6 +33,7 @@ _RANK_LINE = re.compile(r"^\[rank (\d+)\] ?(?:\[rank\d+\]: ?)?(.*)$")
 _FAILURE = re.compile(r"rank\s*:\s*(\d+) \(local_rank: \d+\)\s*exitcode\s*:\s*(-?\d+)")
 _PY_LIB = re.compile(r"[^\s\"']*/lib/python3\.\d+/(?:site-packages/|dist-packages/)?")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
+_FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 
 
 class LaunchError(RuntimeError):
@@ -223,6 +224,20 @@ def _stream(procs: list[subprocess.Popen], lines: queue.Queue, result: LaunchRes
             print(f"[rank {rank}] {text}", flush=True)
 
 
+def _without_frames(lines: list[str]) -> list[str]:
+    """Drop traceback frames (file, line number, code, carets); keep what was said."""
+    kept, skip_code = [], False
+    for line in lines:
+        if _FRAME.match(line):
+            skip_code = True
+        elif skip_code and line.startswith("    "):
+            continue  # the frame's source line, or its ^^^ markers
+        elif not (_CARETS.match(line) or line.startswith("Traceback (most recent")):
+            kept.append(line)
+            skip_code = False
+    return kept
+
+
 def _failure_message(result: LaunchResult) -> tuple[str, int | None]:
     """Explain which rank failed first, with its last lines."""
     text = "\n".join(result.agent_output)
@@ -242,7 +257,7 @@ def _failure_message(result: LaunchResult) -> tuple[str, int | None]:
         how = f"was killed by signal {-code}"
         with contextlib.suppress(ValueError):
             how = f"was killed by {signal.Signals(-code).name}"
-    tail = [s for s in result.lines(first) if not _CARETS.match(s)][-5:]
+    tail = _without_frames(result.lines(first))[-5:]
     msg = (f"rank {first} failed: it {how}. torchrun stopped the whole job; "
            f"no process is left.\nLast lines of rank {first}:\n    "
            + "\n    ".join(tail or ["(it printed nothing)"]))

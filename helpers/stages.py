@@ -219,7 +219,8 @@ def training_memory(num_params: int, bytes_per_param: int = 4,
 
 
 def leave_group() -> None:
-    """Leave the process group, then give gloo's threads time to finish before exit."""
+    """Wait for every rank, leave the group, then let gloo's threads finish."""
+    dist.barrier()  # nobody leaves while another rank still communicates
     dist.destroy_process_group()
     # gloo frees the last collectives' tensors on its own threads; if Python is already
     # shutting down the process aborts ("terminate called without an active exception").

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 
@@ -68,7 +69,12 @@ def test_try_gpu_quiet(fake_gpus, capsys):
     assert capsys.readouterr().out == ""
 
 
-@pytest.mark.parametrize("bad", [-1, -7, 1.0, "0", True])
+def test_try_gpu_accepts_numpy_integers(fake_gpus):
+    fake_gpus(2)
+    assert helpers.try_gpu(np.int64(1)) == torch.device("cuda:1")
+
+
+@pytest.mark.parametrize("bad", [-1, -7, 1.0, "0", True, np.int64(-1)])
 def test_try_gpu_rejects_bad_index(bad):
     with pytest.raises(ValueError, match="GPU index >= 0"):
         helpers.try_gpu(bad)
