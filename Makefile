@@ -41,8 +41,11 @@ $(STAMP): $(BIN)/python requirements.txt pyproject.toml
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
 	touch $@
 
+# JupyterLab refuses to run as root unless told; containers and CI often are root.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
+
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(ARGS)
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ROOT) $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
