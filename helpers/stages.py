@@ -6,6 +6,8 @@ Nothing here touches CUDA or picks a device at import time.
 
 from __future__ import annotations
 
+import argparse
+import os
 import time
 from collections.abc import Mapping, Sequence
 from functools import partial
@@ -27,13 +29,16 @@ __all__ = [
     "bubble_fraction",
     "cut_shape",
     "idle_fraction",
+    "join_as_stage",
     "leave_group",
     "make_resnet",
     "max_rel_diff",
     "overlap_time",
     "pipeline_step",
     "plot_timeline",
+    "recorded_step",
     "split_stages",
+    "stage_parser",
     "training_memory",
 ]
 
@@ -145,6 +150,44 @@ def pipeline_step(stage: nn.Module, rank: int, x: torch.Tensor, y: torch.Tensor,
     for work in pending:
         work.wait()
     return events, (torch.cat(outs) if rank == 1 else None)
+
+
+def stage_parser(description: str) -> argparse.ArgumentParser:
+    """Return a parser with the options every two-stage script takes."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--out", required=True, help="folder for the results")
+    p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--image", type=int, default=64, help="image height and width")
+    p.add_argument("--threads", type=int,
+                   default=int(os.environ.get("OMP_NUM_THREADS", "1")),
+                   help="torch threads per process")
+    return p
+
+
+def join_as_stage(args: argparse.Namespace, norm: str = "batch"
+                  ) -> tuple[int, ResNet, nn.Sequential, torch.Tensor, torch.Tensor]:
+    """Join the gloo group; return rank, model, this rank's stage, inputs, labels."""
+    torch.set_num_threads(args.threads)
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = make_resnet(norm=norm, seed=0)  # every rank builds the same weights ...
+    stage = split_stages(model)[rank]  # ... and keeps only its own stage
+    torch.manual_seed(1)
+    x = torch.randn(args.batch, 3, args.image, args.image)  # synthetic images
+    y = torch.randint(0, 10, (args.batch,))
+    return rank, model, stage, x, y
+
+
+def recorded_step(stage: nn.Module, rank: int, x: torch.Tensor, y: torch.Tensor,
+                  split_size: int, act_shape: Sequence[int]
+                  ) -> tuple[list[Event], torch.Tensor | None]:
+    """Run one `pipeline_step` on a shared clock; return both ranks' events, logits."""
+    t0 = [time.perf_counter()]  # perf_counter is one system-wide clock (Linux, macOS,
+    dist.broadcast_object_list(t0, src=0)  # Windows): both ranks use rank 0's start
+    events, logits = pipeline_step(stage, rank, x, y, split_size, act_shape, t0=t0[0])
+    both: list = [None, None]
+    dist.all_gather_object(both, events)
+    return both[0] + both[1], logits
 
 
 def bubble_fraction(stages: int, micro_batches: int) -> float:

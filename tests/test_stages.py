@@ -25,6 +25,7 @@ from helpers.stages import (
     overlap_time,
     plot_timeline,
     split_stages,
+    stage_parser,
     training_memory,
 )
 
@@ -201,3 +202,9 @@ def test_pipe_schedules_script_matches_the_whole_model(tmp_path):
         got = (_stage_grads(tmp_path / f"{name}_stage0.pt")
                + _stage_grads(tmp_path / f"{name}_stage1.pt"))
         assert max_rel_diff(got, ref) < 1e-4
+
+
+def test_stage_parser_has_the_shared_options(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    args = stage_parser("demo").parse_args(["--out", "d", "--batch", "8"])
+    assert (args.out, args.batch, args.image, args.threads) == ("d", 8, 64, 3)

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import time
 from pathlib import Path
 
 import torch
@@ -22,23 +20,18 @@ import torch.nn.functional as F
 
 from helpers.stages import (
     cut_shape,
+    join_as_stage,
     leave_group,
-    make_resnet,
     pipeline_step,
-    split_stages,
+    recorded_step,
+    stage_parser,
 )
 from helpers.timing import benchmark
 
 
 def parse_args() -> argparse.Namespace:
     """Read the command line."""
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--out", required=True, help="folder for the results")
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--image", type=int, default=64, help="image height and width")
-    p.add_argument("--threads", type=int,
-                   default=int(os.environ.get("OMP_NUM_THREADS", "1")),
-                   help="torch threads per process")
+    p = stage_parser(__doc__)
     p.add_argument("--repeats", type=int, default=3, help="timed steps of each kind")
     return p.parse_args()
 
@@ -46,14 +39,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     """Time one process vs two stage processes, then record one naive step."""
     args = parse_args()
-    torch.set_num_threads(args.threads)
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    model = make_resnet(seed=0)  # every rank builds the same weights ...
-    stage = split_stages(model)[rank]  # ... and keeps only its own stage
-    torch.manual_seed(1)
-    x = torch.randn(args.batch, 3, args.image, args.image)  # synthetic images
-    y = torch.randint(0, 10, (args.batch,))
+    rank, model, stage, x, y = join_as_stage(args)
     act_shape = cut_shape(args.image)  # what stage 1 hands to stage 2, per image
 
     act = torch.zeros(args.batch, *act_shape)
@@ -85,15 +71,11 @@ def main() -> None:
                "split_s": statistics.median(split)}
 
     model.zero_grad()  # one recorded step, from zero gradients, for the timeline
-    t0 = [time.perf_counter()]  # perf_counter is one system-wide clock (Linux, macOS,
-    dist.broadcast_object_list(t0, src=0)  # Windows): both ranks use rank 0's start
-    events, logits = pipeline_step(stage, rank, x, y, args.batch, act_shape, t0=t0[0])
+    events, logits = recorded_step(stage, rank, x, y, args.batch, act_shape)
     grads = [p.grad for p in stage.parameters()]
     torch.save({"grads": grads, "logits": logits}, Path(args.out) / f"stage{rank}.pt")
-    timelines = [None, None]
-    dist.all_gather_object(timelines, events)
     if rank == 0:
-        results["events"] = timelines[0] + timelines[1]
+        results["events"] = events
         (Path(args.out) / "mp.json").write_text(json.dumps(results))
         print(f"one process, whole model: {results['single_s'] * 1e3:.0f} ms/step")
         print(f"two processes, naive split: {results['split_s'] * 1e3:.0f} ms/step")

@@ -12,35 +12,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import time
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 
 from helpers.stages import (
     cut_shape,
+    join_as_stage,
     leave_group,
-    make_resnet,
     pipeline_step,
-    split_stages,
+    recorded_step,
+    stage_parser,
 )
 from helpers.timing import benchmark
 
 
 def parse_args() -> argparse.Namespace:
     """Read the command line."""
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--out", required=True, help="folder for the results")
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--image", type=int, default=64, help="image height and width")
+    p = stage_parser(__doc__)
     p.add_argument("--splits", default="32,16,8,4,2", help="split sizes to time")
     p.add_argument("--check-split", type=int, default=8, help="split size to check")
-    p.add_argument("--threads", type=int,
-                   default=int(os.environ.get("OMP_NUM_THREADS", "1")),
-                   help="torch threads per process")
     p.add_argument("--repeats", type=int, default=3, help="timed steps per round")
     p.add_argument("--rounds", type=int, default=1, help="rounds over all split sizes")
     return p.parse_args()
@@ -49,14 +41,8 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     """Check one pipelined step's gradients, then time every split size."""
     args = parse_args()
-    torch.set_num_threads(args.threads)
-    dist.init_process_group("gloo")
-    rank = dist.get_rank()
-    model = make_resnet(norm="group", seed=0)  # group norm: see the notebook's pitfall
-    stage = split_stages(model)[rank]
-    torch.manual_seed(1)
-    x = torch.randn(args.batch, 3, args.image, args.image)  # synthetic images
-    y = torch.randint(0, 10, (args.batch,))
+    # group norm: see the notebook's pitfall
+    rank, _, stage, x, y = join_as_stage(args, norm="group")
     act_shape = cut_shape(args.image)  # what stage 1 hands to stage 2, per image
 
     _, logits = pipeline_step(stage, rank, x, y, args.check_split, act_shape)
@@ -74,14 +60,9 @@ def main() -> None:
             runs[split].append(t.median)
     results = {}
     for split in splits:
-        t0 = [time.perf_counter()]  # one system-wide clock: both ranks measure
-        dist.broadcast_object_list(t0, src=0)  # from rank 0's start
-        events, _ = pipeline_step(stage, rank, x, y, split, act_shape, t0=t0[0])
-        both = [None, None]
-        dist.all_gather_object(both, events)
+        events, _ = recorded_step(stage, rank, x, y, split, act_shape)
         median = statistics.median(runs[split])
-        results[split] = {"median": median, "runs": runs[split],
-                          "events": both[0] + both[1]}
+        results[split] = {"median": median, "runs": runs[split], "events": events}
         if rank == 0:
             print(f"split_size {split:3d}: {median * 1e3:5.0f} ms/step")
     if rank == 0:

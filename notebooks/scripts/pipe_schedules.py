@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
-from helpers.stages import leave_group, make_resnet, split_stages
+from helpers.stages import join_as_stage, leave_group, stage_parser
 from helpers.timing import benchmark
 
 SCHEDULES = {"GPipe": ScheduleGPipe, "1F1B": Schedule1F1B}
@@ -27,14 +25,8 @@ SCHEDULES = {"GPipe": ScheduleGPipe, "1F1B": Schedule1F1B}
 
 def parse_args() -> argparse.Namespace:
     """Read the command line."""
-    p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--out", required=True, help="folder for the results")
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--image", type=int, default=64, help="image height and width")
+    p = stage_parser(__doc__)
     p.add_argument("--chunks", type=int, default=4, help="micro-batches per batch")
-    p.add_argument("--threads", type=int,
-                   default=int(os.environ.get("OMP_NUM_THREADS", "1")),
-                   help="torch threads per process")
     p.add_argument("--repeats", type=int, default=3, help="timed steps per schedule")
     return p.parse_args()
 
@@ -42,13 +34,8 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     """Check and time each schedule on this rank's stage."""
     args = parse_args()
-    torch.set_num_threads(args.threads)
-    dist.init_process_group("gloo")
-    rank, cpu = dist.get_rank(), torch.device("cpu")
-    module = split_stages(make_resnet(norm="group", seed=0))[rank]
-    torch.manual_seed(1)
-    x = torch.randn(args.batch, 3, args.image, args.image)  # synthetic images
-    y = torch.randint(0, 10, (args.batch,))
+    rank, _, module, x, y = join_as_stage(args, norm="group")
+    cpu = torch.device("cpu")
 
     timings = {}
     for name, schedule_cls in SCHEDULES.items():
