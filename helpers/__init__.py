@@ -4,9 +4,10 @@ Importing this package never touches CUDA or picks a device.
 """
 
 from helpers.devices import env_report, fallback_device, num_gpus, try_all_gpus, try_gpu
+from helpers.exercises import check
 from helpers.launch import LaunchError, LaunchResult, torchrun
 from helpers.plotting import bar_chart, line_plot
-from helpers.timing import Timing, benchmark, synchronize
+from helpers.timing import Timing, benchmark, synchronize, verdict
 
 __all__ = [
     "LaunchError",
@@ -14,6 +15,7 @@ __all__ = [
     "Timing",
     "bar_chart",
     "benchmark",
+    "check",
     "env_report",
     "fallback_device",
     "line_plot",
@@ -22,4 +24,5 @@ __all__ = [
     "torchrun",
     "try_all_gpus",
     "try_gpu",
+    "verdict",
 ]

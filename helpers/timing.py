@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["Timing", "synchronize", "benchmark"]
+__all__ = ["Timing", "benchmark", "synchronize", "verdict"]
 
 
 @dataclass(frozen=True)
@@ -76,3 +77,24 @@ def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
     method = "CUDA events" if use_events else "perf_counter"
     return Timing(statistics.median(samples), _iqr(samples), min(samples), max(samples),
                   repeats, str(dev), method)
+
+
+def verdict(value: float, bands: list[tuple[float, str]], *, ideal: float | None = None,
+            unit: str = "x") -> str:
+    """Return the words for `value` from `bands` of (upper limit, words), in order."""
+    limits = [limit for limit, _ in bands]
+    if limits != sorted(limits):
+        raise ValueError(f"bands must be in increasing order of limit, got {limits}")
+    if value >= limits[-1]:
+        raise ValueError(f"{value} is above every band; end the bands with math.inf")
+    i = next(i for i, limit in enumerate(limits) if value < limit)
+    limit, words = bands[i]
+    lower = limits[i - 1] if i else None
+    where = f"below {limit:g}{unit}" if lower is None else (
+        f"{lower:g}{unit} or more" if math.isinf(limit) else
+        f"between {lower:g}{unit} and {limit:g}{unit}")
+    text = f"{value:.2f}{unit}: {words} ({where})"
+    if ideal is not None and value > ideal:
+        text += (f"; above the ideal {ideal:g}{unit}, so noise or contention on this "
+                 "machine, not a real result")
+    return text

@@ -17,7 +17,7 @@ import nbformat
 
 from tools import notebook_conventions as conv
 
-KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
 def md(source: str) -> nbformat.NotebookNode:

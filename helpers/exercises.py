@@ -1,0 +1,45 @@
+"""Check a learner's exercise answers: right, not yet, or not answered yet."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["check"]
+
+_UNSET = object()
+
+
+def _unanswered(answer: Any) -> bool:
+    """Return True while `answer` is still the placeholder `...` (or None)."""
+    return answer is ... or answer is None
+
+
+def check(answer: Any, expected: Any = _UNSET, *,
+          test: Callable[[Any], Any] | None = None, rel_tol: float = 0.0,
+          abs_tol: float = 0.0, hint: str = "") -> bool:
+    """Print whether `answer` is right, not yet right, or not answered yet.
+
+    `test(answer)` raises AssertionError, with a helpful message, when it is wrong;
+    NotImplementedError from it means the learner has not written the code yet.
+    """
+    if _unanswered(answer):
+        print("not answered yet: replace the `...` with your answer, then rerun")
+        return False
+    try:
+        if test is not None:
+            test(answer)  # raises AssertionError with a helpful message when wrong
+        elif isinstance(expected, (int, float)) and isinstance(answer, (int, float)):
+            assert math.isclose(answer, expected, rel_tol=rel_tol, abs_tol=abs_tol), (
+                f"got {answer!r}")
+        else:
+            assert answer == expected, f"got {answer!r}"
+    except NotImplementedError:
+        print("not answered yet: fill in the function, then rerun this cell")
+        return False
+    except AssertionError as err:
+        print(f"not yet: {err}" + (f". Hint: {hint}" if hint else ""))
+        return False
+    print("right")
+    return True
