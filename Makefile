@@ -7,17 +7,19 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ARGS   ?=
 
-# Progress bars off, and one thread layout, so `make outputs` and `make test` agree.
-export TQDM_DISABLE := 1
-export PYTHONHASHSEED := 0
-export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# Progress bars off and a fixed hash seed, so `make outputs` and `make test` agree.
+# Only for the targets that execute notebooks: `make lab` keeps its tqdm bars.
+QUIET_TARGETS := test nbval outputs test-compat test-gpu
+$(QUIET_TARGETS): export TQDM_DISABLE := 1
+$(QUIET_TARGETS): export PYTHONHASHSEED := 0
+$(QUIET_TARGETS): export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 NOTEBOOKS ?= $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg \
          --nbval-cell-timeout=300
 
 .PHONY: help setup lab test lint unit nbval outputs bench badges html test-browser \
-        test-gpu clean
+        test-gpu setup-compat test-compat clean
 
 help:
 	@echo "make lab      set up, then open the course in JupyterLab (ARGS=... passes options)"
@@ -26,8 +28,12 @@ help:
 	@echo "make bench    run the benchmarks and write bench/results.json"
 	@echo "make html     export the executed course to site/"
 	@echo "make badges   rewrite Colab badges and setup cells from pyproject.toml"
-	@echo "make test-browser  open notebook 01 in JupyterLab in headless Chromium"
+	@echo "make test-browser  open, save and close every notebook in JupyterLab"
+	@echo "                   (headless Chromium): each must stay byte-identical"
 	@echo "make test-gpu      the whole suite plus GPU figures, on an NVIDIA GPU machine"
+	@echo "                   (PYTHON_ENV=system: use the current Python, install nothing)"
+	@echo "make test-compat   unit tests and every notebook (nbval-lax) on Colab's pair:"
+	@echo "                   Python 3.13 and torch 2.11, in .venv-compat"
 	@echo "Pick notebooks with NOTEBOOKS=notebooks/01_cuda_queries.ipynb (outputs, nbval)"
 
 setup: $(STAMP)
@@ -40,6 +46,39 @@ $(STAMP): $(BIN)/python requirements.txt pyproject.toml
 	    2> >(grep -v "^WARNING: Location" >&2)
 	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
 	touch $@
+
+# Colab's pair, the oldest the course supports: Python 3.13 and the torch Colab ships
+# (requirements-compat.txt), in a second venv. Everything else as in requirements.txt.
+COMPAT_VENV   := .venv-compat
+COMPAT_BIN    := $(COMPAT_VENV)/bin
+COMPAT_STAMP  := $(COMPAT_VENV)/.installed
+COMPAT_PYTHON ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.13*/bin/python3) \
+                             $(shell command -v python3.13 2>/dev/null))
+# requirements.txt without its torch/torchvision lines (their versions come from
+# requirements-compat.txt).
+NOT_TORCH := sed -E '/^(torch|torchvision)([<>=!~ ;[]|$$)/d' requirements.txt
+
+$(COMPAT_BIN)/python:
+	@[[ -n "$(COMPAT_PYTHON)" ]] || { echo "make test-compat needs Python 3.13:" \
+	    "pyenv install 3.13, or COMPAT_PYTHON=/path/to/python3.13" >&2; exit 1; }
+	$(COMPAT_PYTHON) -m venv $(COMPAT_VENV)
+
+$(COMPAT_STAMP): $(COMPAT_BIN)/python requirements.txt requirements-compat.txt pyproject.toml
+	$(COMPAT_BIN)/python -m pip install -q --disable-pip-version-check \
+	    -r requirements-compat.txt -r <($(NOT_TORCH)) \
+	    2> >(grep -v "^WARNING: Location" >&2)
+	$(COMPAT_BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	touch $@
+
+setup-compat: $(COMPAT_STAMP)
+
+# The unit and hygiene tests, and every notebook under nbval-lax: each cell runs and
+# every assert is live; outputs are not compared (they differ between versions).
+test-compat: $(COMPAT_STAMP)
+	@$(COMPAT_BIN)/python -c "import sys, torch; print('compat lane: Python', \
+	    sys.version.split()[0], '· torch', torch.__version__)"
+	$(COMPAT_BIN)/pytest tests --ignore=tests/browser $(NOTEBOOKS) --nbval-lax \
+	    --nbval-current-env --nbval-cell-timeout=300 --durations=0
 
 # JupyterLab refuses to run as root unless told; containers and CI often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -92,8 +131,19 @@ test-browser: $(BROWSER_STAMP)
 
 # On a machine with NVIDIA GPUs: ruff, unit tests, every notebook (nbval-lax), make
 # bench, and the headline figures, into reports/test_gpu/. See tools/test_gpu.sh.
+# PYTHON_ENV=system runs it with $(PYTHON) as it is, where PyTorch is already
+# installed (Colab, a cluster module, a GPU box with no registry): no .venv, no pip.
+PYTHON_ENV ?= venv
+ifeq ($(PYTHON_ENV),system)
+test-gpu:
+	NOTEBOOKS="$(NOTEBOOKS)" PY="$(PYTHON)" tools/test_gpu.sh
+else ifeq ($(PYTHON_ENV),venv)
 test-gpu: $(STAMP)
-	NOTEBOOKS="$(NOTEBOOKS)" tools/test_gpu.sh
+	NOTEBOOKS="$(NOTEBOOKS)" PY="$(BIN)/python" tools/test_gpu.sh
+else
+test-gpu:
+	@echo "PYTHON_ENV is '$(PYTHON_ENV)': use venv (the default) or system" >&2; exit 2
+endif
 
 clean:
-	rm -rf $(VENV) site reports bench/results.json
+	rm -rf $(VENV) $(COMPAT_VENV) site reports bench/results.json

@@ -1,9 +1,10 @@
 """DDP on the CPU: 1 process vs 2 processes at 1 thread each, on a compute-bound CNN.
 
 Runs notebooks/scripts/ddp_train.py under torchrun (gloo), the same global batch and
-steps each time, and reads the time per step that the script measures after its
-warm-up steps (launch and import time excluded). Runs alternate between the
-configurations so that background load hits them alike; medians of REPEATS runs.
+steps each time, and reads the median time per training step that the script
+measures after its warm-up steps (launch, import time, checkpoints and barriers
+excluded). Runs alternate between the configurations so that background load hits
+them alike; the result is the median over REPEATS runs of each run's median.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def run() -> dict[str, float | int | str]:
         for _ in range(REPEATS):
             results = {name: _train(*cfg, Path(tmp)) for name, cfg in CONFIGS.items()}
             for name, r in results.items():
-                ms[name].append(1e3 * r["seconds"] / r["steps"])
+                ms[name].append(r["median_ms"])
         diff = (results["2proc"]["params"][0] - results["1proc"]["params"][0])
     med = {name: statistics.median(v) for name, v in ms.items()}
     for name, values in ms.items():

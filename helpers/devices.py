@@ -7,6 +7,7 @@ so importing `helpers` never initialises CUDA.
 from __future__ import annotations
 
 import numbers
+import os
 import platform
 import shutil
 import subprocess
@@ -55,11 +56,26 @@ def try_all_gpus() -> list[torch.device]:
     return [torch.device(f"cuda:{i}") for i in range(n)] or [torch.device("cpu")]
 
 
-def _nvidia_smi() -> str:
+# Where nvidia-smi often is when it is not on PATH: WSL, and older Windows drivers.
+_SMI_ELSEWHERE = ("/usr/lib/wsl/lib/nvidia-smi",
+                  r"C:\Program Files\NVIDIA Corporation\NVSMI\nvidia-smi.exe")
+
+
+def _find_nvidia_smi() -> str | None:
+    """Return the path of `nvidia-smi`: on PATH, else in a known place, else None."""
+    found = shutil.which("nvidia-smi")
+    return found or next((p for p in _SMI_ELSEWHERE if os.path.isfile(p)), None)
+
+
+def _nvidia_smi(cuda_works: bool = False) -> str:
     """Return a short `nvidia-smi` summary, or why there is none."""
-    exe = shutil.which("nvidia-smi")
+    exe = _find_nvidia_smi()
     if exe is None:
-        return "nvidia-smi: not found (no NVIDIA driver on this machine)"
+        if cuda_works:  # a driver without its tool: Windows PATH, containers, WSL
+            return ("nvidia-smi: not found, yet CUDA works (a driver without its "
+                    "command-line tool: Windows PATH, a container, WSL)")
+        return ("nvidia-smi: not found (usually no NVIDIA driver; Windows, containers "
+                "and WSL can have one without nvidia-smi on PATH)")
     query = "--query-gpu=index,name,memory.total,driver_version"
     try:
         out = subprocess.run([exe, query, "--format=csv,noheader"], text=True,
@@ -99,5 +115,5 @@ def env_report() -> str:
                      f"compute capability {p.major}.{p.minor}")
     if fallback_device().type == "mps":
         lines.append("mps: Apple GPU available")
-    lines += [_accelerator(), _nvidia_smi()]
+    lines += [_accelerator(), _nvidia_smi(cuda_works=n > 0)]
     return "\n".join(lines)

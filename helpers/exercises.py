@@ -11,6 +11,22 @@ __all__ = ["check"]
 _UNSET = object()
 
 
+class Result:
+    """The outcome of a check: true when right, and silent as a cell's last value."""
+
+    def __init__(self, ok: bool) -> None:
+        self.ok = ok
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        return f"Result(ok={self.ok})"
+
+    def _ipython_display_(self) -> None:
+        """Show nothing: check() has already printed its message."""
+
+
 def _unanswered(answer: Any) -> bool:
     """Return True while `answer` is still the placeholder `...` (or None)."""
     return answer is ... or answer is None
@@ -18,7 +34,7 @@ def _unanswered(answer: Any) -> bool:
 
 def check(answer: Any, expected: Any = _UNSET, *,
           test: Callable[[Any], Any] | None = None, rel_tol: float = 0.0,
-          abs_tol: float = 0.0, hint: str = "") -> bool:
+          abs_tol: float = 0.0, hint: str = "") -> Result:
     """Print whether `answer` is right, not yet right, or not answered yet.
 
     `test(answer)` raises AssertionError, with a helpful message, when it is wrong;
@@ -26,7 +42,7 @@ def check(answer: Any, expected: Any = _UNSET, *,
     """
     if _unanswered(answer):
         print("not answered yet: replace the `...` with your answer, then rerun")
-        return False
+        return Result(False)
     try:
         if test is not None:
             test(answer)  # raises AssertionError with a helpful message when wrong
@@ -37,9 +53,9 @@ def check(answer: Any, expected: Any = _UNSET, *,
             assert answer == expected, f"got {answer!r}"
     except NotImplementedError:
         print("not answered yet: fill in the function, then rerun this cell")
-        return False
+        return Result(False)
     except AssertionError as err:
         print(f"not yet: {err}" + (f". Hint: {hint}" if hint else ""))
-        return False
+        return Result(False)
     print("right")
-    return True
+    return Result(True)

@@ -7,6 +7,11 @@ or you interrupt the cell, every process of the launch is stopped and a `LaunchE
 names the failed rank and shows its last lines. A rank's stdout and stderr are read
 separately, so their lines keep their own order but may interleave differently.
 Nothing runs at import time.
+
+The `[rank N]` prefix is asked for through the environment variable
+TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, which every supported torchrun reads (its
+`--log-line-prefix-template` option is newer). A torchrun that ignores it prefixes
+`[default<local rank>]:`, which is understood too.
 """
 
 from __future__ import annotations
@@ -29,7 +34,13 @@ from pathlib import Path
 __all__ = ["LaunchError", "LaunchResult", "free_port", "launch_pids", "torchrun"]
 
 TAG = "COURSE_LAUNCH_ID"  # set in every process of a launch, so none can hide
-_RANK_LINE = re.compile(r"^\[rank (\d+)\] ?(?:\[rank\d+\]: ?)?(.*)$")
+_PREFIX = "[rank ${rank}] "  # torchrun fills in the global rank
+# A line tee'd from a rank: ours, or torchrun's default "[default<local_rank>]:".
+# torch itself may add "[rank0]:" to a rank's warnings; that is dropped too.
+_RANK_LINE = re.compile(
+    r"^(?:\[rank (?P<rank>\d+)\] ?|\[default(?P<local>\d+)\]:)(?:\[rank\d+\]: ?)?(.*)$")
+_GLOG = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ [^\]]*\] ")  # torchrun's log prefix
+_SUMMARY = re.compile(r"^\s*(time|host|error_file|traceback)\s*:|^[=*-]{8,}$")
 _FAILURE = re.compile(r"rank\s*:\s*(\d+) \(local_rank: \d+\)\s*exitcode\s*:\s*(-?\d+)")
 _PY_LIB = re.compile(r"[^\s\"']*/lib/python3\.\d+/(?:site-packages/|dist-packages/)?")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
@@ -144,6 +155,7 @@ class _ExitWatch:
 
 def _tidy(line: str) -> str:
     """Shorten absolute paths so output holds no machine-specific directories."""
+    line = line.replace(sys.executable, "python")
     line = line.replace(os.getcwd() + os.sep, "")
     line = _PY_LIB.sub("", line)
     return line.replace(os.path.expanduser("~"), "~")
@@ -177,26 +189,28 @@ def _stop(procs: list[subprocess.Popen], tag: str, grace: float = 3.0) -> None:
 def _command(script: str, args: tuple, nproc: int, nnodes: int, node: int, port: int,
              log_dir: str) -> list[str]:
     """Return the argv of one torchrun agent (one "node") on 127.0.0.1."""
+    # --tee=3 copies each rank's stdout and stderr to ours, each line prefixed by the
+    # template in TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (set in the agent's env).
     return [sys.executable, "-m", "torch.distributed.run",
             f"--nnodes={nnodes}", f"--node-rank={node}", f"--nproc-per-node={nproc}",
             "--master-addr=127.0.0.1", f"--master-port={port}",
             "--max-restarts=0", "--monitor-interval=0.1",
             f"--log-dir={log_dir}", "--tee=3",
-            "--log-line-prefix-template=[rank ${rank}] ",
             script, *map(str, args)]
 
 
-def _pump(stream, lines: queue.Queue) -> None:
+def _pump(stream, node: int, lines: queue.Queue) -> None:
     """Copy one agent's merged stdout/stderr into `lines`, then send a None."""
     for line in stream:
-        lines.put(line.rstrip("\n"))
+        lines.put((node, line.rstrip("\n")))
     lines.put(None)
 
 
 def _stream(procs: list[subprocess.Popen], lines: queue.Queue, result: LaunchResult,
-            deadline: float, echo: bool, workers: int) -> None:
+            deadline: float, echo: bool, nproc: int) -> None:
     """Print rank lines as they arrive until every agent is done."""
-    open_streams, failed_at, watch = len(procs), None, _ExitWatch(procs, workers)
+    open_streams, failed_at = len(procs), None
+    watch = _ExitWatch(procs, nproc * len(procs))
     while open_streams:
         now = time.monotonic()
         if now > deadline:
@@ -208,17 +222,22 @@ def _stream(procs: list[subprocess.Popen], lines: queue.Queue, result: LaunchRes
         if failed_at is not None and now - failed_at > 10:  # other nodes hang: stop
             break
         try:
-            line = lines.get(timeout=min(0.05, deadline - now))
+            item = lines.get(timeout=min(0.05, deadline - now))
         except queue.Empty:
             continue
-        if line is None:
+        if item is None:
             open_streams -= 1
             continue
+        node, line = item
         match = _RANK_LINE.match(line)
         if match is None:
             result.agent_output.append(line)
             continue
-        rank, text = int(match.group(1)), _tidy(match.group(2))
+        if match["rank"] is not None:
+            rank = int(match["rank"])
+        else:  # the default prefix holds the local rank; agent `node` runs the
+            rank = node * nproc + int(match["local"])  # ranks from node * nproc on
+        text = _tidy(match.group(3))
         result.output.append((rank, text))
         if echo:
             print(f"[rank {rank}] {text}", flush=True)
@@ -238,12 +257,24 @@ def _without_frames(lines: list[str]) -> list[str]:
     return kept
 
 
+def _agent_tail(result: LaunchResult, count: int) -> list[str]:
+    """Return torchrun's own last lines, less its traceback, summary and log stamps."""
+    said = [_tidy(_GLOG.sub("", line)).rstrip()
+            for line in _without_frames(result.agent_output)]
+    kept = [line for line in said if line.strip() and not _SUMMARY.match(line)]
+    if "Failures:" in kept:  # the summary table: its rank/exitcode lines are in ours
+        kept = kept[:kept.index("Failures:")]
+        if kept and kept[-1].endswith("FAILED"):
+            kept.pop()  # "<script> FAILED", the table's title
+    return (kept or [_tidy(s) for s in result.agent_output])[-count:]
+
+
 def _failure_message(result: LaunchResult) -> tuple[str, int | None]:
     """Explain which rank failed first, with its last lines."""
     text = "\n".join(result.agent_output)
     codes = {int(r): int(c) for r, c in _FAILURE.findall(text)}
     if not codes:
-        tail = "\n    ".join(_tidy(s) for s in result.agent_output[-8:])
+        tail = "\n    ".join(_agent_tail(result, 8) or ["(nothing)"])
         code = next(c for c in result.returncodes if c)
         return (f"torchrun exited with code {code} before any rank ran. "
                 f"Its last lines:\n    {tail}"), None
@@ -259,8 +290,12 @@ def _failure_message(result: LaunchResult) -> tuple[str, int | None]:
             how = f"was killed by {signal.Signals(-code).name}"
     tail = _without_frames(result.lines(first))[-5:]
     msg = (f"rank {first} failed: it {how}. torchrun stopped the whole job; "
-           f"no process is left.\nLast lines of rank {first}:\n    "
-           + "\n    ".join(tail or ["(it printed nothing)"]))
+           "no process is left.\n")
+    if tail:
+        msg += f"Last lines of rank {first}:\n    " + "\n    ".join(tail)
+    else:  # the reason, if any, is in what torchrun itself said
+        msg += (f"Rank {first} printed nothing. torchrun's last lines:\n    "
+                + "\n    ".join(_agent_tail(result, 6) or ["(nothing)"]))
     return msg, first
 
 
@@ -281,6 +316,10 @@ def _launch(script: str, args: tuple, nproc: int, nnodes: int, port: int,
     tag = uuid.uuid4().hex[:16]
     run_env = {**os.environ, "OMP_NUM_THREADS": str(threads),
                "MKL_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1", TAG: tag,
+               # every supported torchrun reads the first; the second is how newer
+               # ones read --log-line-prefix-template, so a stray one cannot win.
+               "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": _PREFIX,
+               "PET_LOG_LINE_PREFIX_TEMPLATE": _PREFIX,
                **(env or {})}
     with tempfile.TemporaryDirectory(prefix="torchrun-logs-") as logs:
         cmds = [_command(script, args, nproc, nnodes, n, port, logs)
@@ -295,9 +334,9 @@ def _launch(script: str, args: tuple, nproc: int, nnodes: int, port: int,
                     cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, text=True, errors="replace", env=run_env,
                     start_new_session=True))
-                threading.Thread(target=_pump, args=(procs[-1].stdout, lines),
-                                 daemon=True).start()
-            _stream(procs, lines, result, t0 + timeout, echo, nproc * nnodes)
+                threading.Thread(target=_pump, args=(procs[-1].stdout, len(procs) - 1,
+                                                     lines), daemon=True).start()
+            _stream(procs, lines, result, t0 + timeout, echo, nproc)
         except KeyboardInterrupt:
             _stop(procs, tag)
             raise LaunchError("interrupted: stopped every process of the launch.",

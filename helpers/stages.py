@@ -217,29 +217,36 @@ def overlap_time(events: Sequence[Event]) -> float:
 
 def plot_timeline(timelines: Mapping[str, Sequence[Event]],
                   title: str = "") -> plt.Figure:
-    """Draw one Gantt chart per named timeline: a row per stage, a bar per event."""
+    """Draw one Gantt chart per named timeline: a row per stage, a labelled bar each."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(len(timelines), 1, sharex=True, squeeze=False, dpi=80,
-                             figsize=(6.0, 0.7 + 1.1 * len(timelines)))
+    fig, axes = plt.subplots(len(timelines), 1, sharex=True, squeeze=False, dpi=100,
+                             figsize=(7.0, 4.0))
     colors = {"F": "#4C72B0", "B": "#DD8452"}
     for ax, (name, events) in zip(axes[:, 0], timelines.items(), strict=True):
         first = min(e[3] for e in events)
         span = max(e[4] for e in events) - first
         for stage, kind, i, start, end in events:
             left, width = (start - first) * 1e3, (end - start) * 1e3
-            ax.barh(stage, width, left=left, color=colors[kind], edgecolor="white")
-            if end - start > 0.06 * span:  # label only the bars with room for it
-                ax.text(left + width / 2, stage, f"{kind}{i}", ha="center",
-                        va="center", fontsize=7, color="white")
+            ax.barh(stage, width, left=left, height=0.5, color=colors[kind],
+                    edgecolor="white")
+            label = f"{kind}{i}"
+            if end - start > 0.012 * len(label) * span:  # room inside the bar
+                ax.text(left + width / 2, stage, label, ha="center", va="center",
+                        fontsize=10, color="white")
+            else:  # a short bar: its label goes just above it
+                ax.text(left + width / 2, stage - 0.27, label, ha="center",
+                        va="bottom", fontsize=10, color=colors[kind])
         stages = sorted({e[0] for e in events})
-        ax.set_yticks(stages, [f"stage {s + 1}" for s in stages])
-        ax.set_ylim(max(stages) + 0.6, min(stages) - 0.6)
+        ax.set_yticks(stages, [f"stage {s + 1}" for s in stages], fontsize=10)
+        ax.set_ylim(max(stages) + 0.45, min(stages) - 0.85)
+        ax.tick_params(axis="x", labelsize=10)
         ax.set_title(f"{name}: {span * 1e3:.0f} ms, idle {idle_fraction(events):.0%}",
-                     fontsize=9)
-    axes[-1, 0].set_xlabel("time (ms); blue = forward, orange = backward")
+                     fontsize=11)
+    axes[-1, 0].set_xlabel("time (ms); blue = forward (F), orange = backward (B)",
+                           fontsize=10)
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title, fontsize=12)
     fig.tight_layout()
     return fig
 
@@ -265,6 +272,7 @@ def leave_group() -> None:
     """Wait for every rank, leave the group, then let gloo's threads finish."""
     dist.barrier()  # nobody leaves while another rank still communicates
     dist.destroy_process_group()
-    # gloo frees the last collectives' tensors on its own threads; if Python is already
-    # shutting down the process aborts ("terminate called without an active exception").
+    # Workaround, not part of the pattern: gloo frees the last collectives' tensors on
+    # its own threads; if Python is already shutting down, the process aborts
+    # ("terminate called without an active exception"). A short pause avoids it.
     time.sleep(0.2)

@@ -1,8 +1,9 @@
 """Choose which GPUs a process sees, and notice when it is too late to choose.
 
 CUDA reads `CUDA_VISIBLE_DEVICES` once, when the driver starts in a process (the
-first `torch.cuda.is_available()`, `torch.cuda.init()` or CUDA tensor). Changing the
-variable afterwards does nothing in that process, silently; it only reaches the
+first `torch.cuda.is_available()`, `torch.cuda.init()` or CUDA tensor; not
+`torch.cuda.device_count()`, which PyTorch answers through NVML until then). Changing
+the variable afterwards does nothing in that process, silently; it only reaches the
 processes it launches later. Nothing here runs at import time.
 """
 
@@ -78,6 +79,7 @@ def set_visible_devices(devices: str | int | Iterable[int]) -> str:
         warnings.warn(
             f"CUDA_VISIBLE_DEVICES={value!r} was set after CUDA started in this "
             "process, so this process keeps the GPUs it already sees; only processes "
-            "launched from now on get the new list. Set it in the shell or before the "
-            "first torch.cuda call, then restart.", RuntimeWarning, stacklevel=2)
+            "launched from now on get the new list. Set it in the shell, or restart "
+            "and set it before the first torch.cuda call.", RuntimeWarning,
+            stacklevel=2)
     return value

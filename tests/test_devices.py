@@ -89,19 +89,58 @@ def test_try_all_gpus(fake_gpus, n, expected):
 
 
 def test_this_machine_has_no_gpu(capsys):
+    """On a machine without CUDA GPUs, both helpers fall back to what exists."""
+    if helpers.num_gpus():
+        pytest.skip(f"this machine has {helpers.num_gpus()} CUDA GPU(s)")
     assert helpers.try_gpu(99) == helpers.fallback_device()
     assert "falling back" in capsys.readouterr().out
     assert helpers.try_all_gpus() == [torch.device("cpu")]
 
 
-def test_env_report_without_driver(fake_gpus, monkeypatch):
-    fake_gpus(0)
+def test_this_machine_with_gpus(capsys):
+    """On a CUDA machine, one past the last GPU falls back and every GPU is listed."""
+    n = helpers.num_gpus()
+    if not n:
+        pytest.skip("this machine has no CUDA GPU")
+    assert helpers.try_gpu(n - 1) == torch.device("cuda", n - 1)
+    assert helpers.try_gpu(n) == helpers.fallback_device()
+    assert f"only {n} GPU" in capsys.readouterr().out
+    assert helpers.try_all_gpus() == [torch.device("cuda", i) for i in range(n)]
+
+
+@pytest.fixture
+def no_smi(monkeypatch):
+    """Make `nvidia-smi` impossible to find, on PATH or elsewhere."""
     monkeypatch.setattr(devices.shutil, "which", lambda _: None)
+    monkeypatch.setattr(devices, "_SMI_ELSEWHERE", ())
+
+
+def test_env_report_without_driver(fake_gpus, no_smi):
+    fake_gpus(0)
     report = helpers.env_report()
     assert f"torch {torch.__version__}" in report
     assert "CUDA GPUs: none visible" in report
-    assert "nvidia-smi: not found" in report
+    assert "nvidia-smi: not found (usually no NVIDIA driver" in report
     assert "torch.accelerator" in report
+
+
+def test_missing_nvidia_smi_with_working_cuda_is_not_called_no_driver(no_smi):
+    said = devices._nvidia_smi(cuda_works=True)
+    assert said.startswith("nvidia-smi: not found, yet CUDA works"), said
+    assert "no NVIDIA driver" not in said
+
+
+def test_nvidia_smi_found_off_path(monkeypatch, tmp_path):
+    """WSL keeps nvidia-smi in /usr/lib/wsl/lib, often not on PATH: look there too."""
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho '0, Fake GPU, 16384 MiB, 999.99'\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(devices.shutil, "which", lambda _: None)
+    elsewhere = ("/nonexistent/nvidia-smi", str(fake))
+    monkeypatch.setattr(devices, "_SMI_ELSEWHERE", elsewhere)
+    assert devices._find_nvidia_smi() == str(fake)
+    if sys.platform != "win32":  # a shell script runs only where there is /bin/sh
+        assert "0, Fake GPU, 16384 MiB" in devices._nvidia_smi()
 
 
 def test_env_report_lists_fake_gpus(fake_gpus, monkeypatch):
@@ -111,7 +150,7 @@ def test_env_report_lists_fake_gpus(fake_gpus, monkeypatch):
         name, total_memory, major, minor = "Fake GPU", 16 * 2**30, 8, 0
 
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: Props)
-    monkeypatch.setattr(devices, "_nvidia_smi", lambda: "nvidia-smi: faked")
+    monkeypatch.setattr(devices, "_nvidia_smi", lambda **_: "nvidia-smi: faked")
     monkeypatch.setattr(devices, "_accelerator", lambda: "torch.accelerator: faked")
     report = helpers.env_report()
     assert "cuda:0: Fake GPU, 16.0 GiB, compute capability 8.0" in report

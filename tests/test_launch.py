@@ -155,6 +155,86 @@ def test_picked_port_taken_meanwhile_is_retried(tmp_path, busy_port, monkeypatch
     assert f"--master-port={busy_port}" not in result.commands[0]
 
 
+# An older torchrun, as torch 2.11 ships: no --log-line-prefix-template option (given
+# one, it went to python, and every rank died of "unknown option"), and here not even
+# the environment variable, so ranks print under the default "[default<N>]:" prefix.
+OLD_TORCHRUN = """\
+import os, sys
+from torch.distributed.run import main
+args = sys.argv[1:]
+if any(a.startswith(("--log-line-prefix-template", "--log_line_prefix")) for a in args):
+    print("Unknown option: --log-line-prefix-template", file=sys.stderr)
+    sys.exit(2)
+os.environ.pop("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", None)
+os.environ.pop("PET_LOG_LINE_PREFIX_TEMPLATE", None)
+main(args)
+"""
+
+
+def _use_torchrun(monkeypatch, fake: Path) -> None:
+    """Make torchrun() start `fake` instead of `python -m torch.distributed.run`."""
+    real = launch._command
+    monkeypatch.setattr(launch, "_command", lambda *args: [
+        sys.executable, str(fake), *real(*args)[3:]])
+
+
+@pytest.fixture
+def old_torchrun(tmp_path, monkeypatch):
+    fake = tmp_path / "old_torchrun.py"
+    fake.write_text(OLD_TORCHRUN)
+    _use_torchrun(monkeypatch, fake)
+    return fake
+
+
+def test_an_older_torchrun_still_names_the_ranks(tmp_path, old_torchrun):
+    body = ('print(f"{rank}/{os.environ[\'WORLD_SIZE\']}")\n'
+            'print(f"err {rank}", file=sys.stderr)\n')
+    result = torchrun(_script(tmp_path, body), tmp_path / "pids", nproc=2, nnodes=2,
+                      echo=False)
+    assert str(old_torchrun) in result.commands[0]
+    for rank in range(4):  # the default prefix holds the local rank: mapped back
+        assert sorted(result.lines(rank)) == [f"{rank}/4", f"err {rank}"]
+    _assert_nothing_left(tmp_path, result.tag)
+
+
+def test_an_older_torchrun_shows_a_crash(tmp_path, old_torchrun):
+    body = 'if rank == 1:\n    sys.exit("rank 1 gives up")\ntime.sleep(60)\n'
+    with pytest.raises(LaunchError) as info:
+        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
+    assert info.value.rank == 1
+    assert str(info.value).splitlines()[-1].strip() == "rank 1 gives up"
+    _assert_nothing_left(tmp_path, info.value.result.tag)
+
+
+def test_a_silent_crash_shows_torchruns_own_lines(tmp_path):
+    body = 'if rank == 1:\n    os._exit(3)\ntime.sleep(60)\n'
+    with pytest.raises(LaunchError) as info:
+        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
+    msg = str(info.value)
+    assert info.value.rank == 1
+    assert msg.startswith("rank 1 failed: it exited with code 3.")
+    head, tail = msg.split("Rank 1 printed nothing. torchrun's last lines:\n")
+    lines = [line.strip() for line in tail.splitlines()]
+    assert lines and lines != ["(nothing)"], msg
+    assert not any(line.startswith(('File "', "Traceback")) for line in lines), msg
+    assert str(tmp_path) not in msg and sys.executable not in msg
+    _assert_nothing_left(tmp_path, info.value.result.tag)
+
+
+def test_torchrun_failing_before_any_rank_shows_its_lines(tmp_path, monkeypatch):
+    fake = tmp_path / "broken_torchrun.py"
+    fake.write_text('import sys\nprint("usage: torchrun [-h] ...", file=sys.stderr)\n'
+                    'print("torchrun: error: bad option", file=sys.stderr)\n'
+                    'sys.exit(2)\n')
+    _use_torchrun(monkeypatch, fake)
+    with pytest.raises(LaunchError) as info:
+        torchrun(_script(tmp_path, ""), tmp_path / "pids", echo=False)
+    msg = str(info.value)
+    assert msg.startswith("torchrun exited with code 2 before any rank ran.")
+    assert msg.splitlines()[-1].strip() == "torchrun: error: bad option"
+    assert info.value.rank is None
+
+
 def test_free_port_is_bindable():
     port = free_port()
     with socket.socket() as s:

@@ -1,6 +1,9 @@
-"""Plot helpers draw what they are given, and refuse mismatched data."""
+"""Plot helpers draw what they are given, readably, and refuse mismatched data."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import matplotlib
 
@@ -9,15 +12,30 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from helpers import bar_chart, line_plot  # noqa: E402
+from helpers import bar_chart, line_plot, plotting  # noqa: E402
 
 
-def test_bar_chart_labels_each_bar():
+def _text_sizes(fig) -> dict[str, float]:
+    """Return {text: font size} for every visible, non-empty text the figure draws."""
+    fig.canvas.draw()  # tick labels exist only once drawn
+    texts = [t for t in fig.findobj(matplotlib.text.Text)
+             if t.get_visible() and t.get_text().strip()]
+    return {t.get_text(): t.get_fontsize() for t in texts}
+
+
+def _assert_readable(fig) -> None:
+    assert fig.get_size_inches().tolist() == [7.0, 4.0], fig.get_size_inches()
+    assert fig.dpi == 100, f"dpi {fig.dpi}, want 100"
+    small = {t: s for t, s in _text_sizes(fig).items() if s < 10}
+    assert not small, f"text under 10 pt: {small}"
+
+
+def test_bar_chart_labels_each_bar_readably():
     fig = bar_chart(["cpu", "gpu"], [2.0, 0.5], title="t", ylabel="s")
     ax = fig.axes[0]
     assert [p.get_height() for p in ax.patches] == [2.0, 0.5]
     assert [t.get_text() for t in ax.texts] == ["2", "0.5"]
-    assert fig.get_size_inches().tolist() == [5.0, 3.0]
+    _assert_readable(fig)
     plt.close(fig)
 
 
@@ -26,14 +44,41 @@ def test_bar_chart_rejects_mismatch():
         bar_chart(["a", "b"], [1.0])
 
 
-def test_line_plot_draws_each_series():
-    fig = line_plot([1, 2, 4], {"cpu": [3, 2, 1], "gpu": [1, 1, 1]}, logx=True)
+def test_line_plot_draws_each_series_readably():
+    fig = line_plot([1, 2, 4], {"cpu": [3, 2, 1], "gpu": [1, 1, 1]}, logx=True,
+                    logy=True, title="sweep", xlabel="n", ylabel="ms")
     ax = fig.axes[0]
     assert [ln.get_label() for ln in ax.lines] == ["cpu", "gpu"]
     assert ax.get_xscale() == "log" and ax.get_legend() is not None
+    _assert_readable(fig)  # log axes draw minor tick labels too
     plt.close(fig)
 
 
 def test_line_plot_rejects_mismatch():
     with pytest.raises(ValueError, match="has 2 points"):
         line_plot([1, 2, 3], {"a": [1, 2]})
+
+
+def test_subplots_uses_the_course_size_and_lets_callers_override():
+    fig, ax = plotting.subplots()
+    assert tuple(fig.get_size_inches()) == plotting.FIGSIZE and fig.dpi == plotting.DPI
+    plt.close(fig)
+    fig, axes = plotting.subplots(2, 1, figsize=(7.0, 5.0))
+    assert len(axes) == 2 and tuple(fig.get_size_inches()) == (7.0, 5.0)
+    plt.close(fig)
+
+
+def test_import_has_no_side_effects():
+    """Importing the helpers neither imports matplotlib nor changes its settings."""
+    code = ("import sys, helpers, helpers.plotting\n"
+            "assert 'matplotlib' not in sys.modules, 'helpers imported matplotlib'\n"
+            "import matplotlib\n"
+            "changed = {k for k, v in matplotlib.rcParams.items()\n"
+            "           if k != 'backend' and v != matplotlib.rcParamsDefault[k]}\n"
+            "helpers.bar_chart(['a'], [1.0])\n"
+            "changed2 = {k for k, v in matplotlib.rcParams.items()\n"
+            "            if k != 'backend' and v != matplotlib.rcParamsDefault[k]}\n"
+            "assert changed2 == changed, f'drawing changed: {changed2 - changed}'\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                            text=True, env={"MPLBACKEND": "Agg"}, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -109,6 +109,7 @@ def test_set_visible_devices_formats_and_sets(monkeypatch, devices, value):
 def test_set_visible_devices_warns_when_too_late(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "unchanged")
     monkeypatch.setattr(visibility, "cuda_started", lambda: True)
-    with pytest.warns(RuntimeWarning, match="after CUDA started"):
+    # the advice: restart first, then set it (setting it, then restarting, loses it)
+    with pytest.warns(RuntimeWarning, match="after CUDA started.*restart and set it"):
         assert set_visible_devices([0]) == "0"
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"  # still reaches child processes

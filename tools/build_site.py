@@ -1,18 +1,25 @@
 """Export the executed course to a static site for offline reading (`make html`).
 
-    python -m tools.build_site [--out site] [notebooks/01_x.ipynb ...]
+    python -m tools.build_site [--out site] [--machine TEXT] [notebooks/01_x.ipynb ...]
 
 Every notebook is converted from its STORED outputs (nothing is re-executed) with
 nbconvert's JupyterLab template, minus the scripts that template fetches from CDNs
-(require.js, MathJax, Mermaid, widgets): pages need no network to be read, and
-maths shows as its TeX source. An index.html lists the notebooks in course order.
+(require.js, MathJax, Mermaid, widgets): pages fetch nothing from the network, and
+maths shows as its TeX source. Links between notebooks point at their pages, the
+Colab badge image becomes a plain link, local files that notebooks link (scripts)
+are copied beside the pages, and each plot gets alt text from its title. An
+index.html lists the notebooks in course order, says how to run them and on what
+machine the stored outputs were made.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
+import copy
 import html
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -20,7 +27,8 @@ import jinja2
 import nbformat
 from nbconvert import HTMLExporter
 
-__all__ = ["COURSE_TITLE", "notebook_title", "notebook_summary", "build_site", "main"]
+__all__ = ["COURSE_TITLE", "build_site", "figure_titles", "machine_report", "main",
+           "notebook_summary", "notebook_title"]
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -39,6 +47,24 @@ TEMPLATE = r"""{%- extends 'index.html.j2' -%}
   nav.course-nav.bottom { border-top: 1px solid #ddd; border-bottom: none; }
 </style>
 {%- endblock extra_css -%}
+{%- block data_png scoped -%}
+<div class="jp-RenderedImage jp-OutputArea-output {{ extra_class }}">
+<img src="data:image/png;base64,{{ output.data['image/png'] | escape_html }}"
+ alt="{{ output | get_metadata('alt', 'image/png') | escape_html }}">
+</div>
+{%- endblock data_png -%}
+{%- block data_jpg scoped -%}
+<div class="jp-RenderedImage jp-OutputArea-output {{ extra_class }}">
+<img src="data:image/jpeg;base64,{{ output.data['image/jpeg'] | escape_html }}"
+ alt="{{ output | get_metadata('alt', 'image/jpeg') | escape_html }}">
+</div>
+{%- endblock data_jpg -%}
+{%- block data_svg scoped -%}
+<div class="jp-RenderedSVG jp-OutputArea-output {{ extra_class }}">
+<img src="data:image/svg+xml;base64,{{ output.data['image/svg+xml'] | text_base64 }}"
+ alt="{{ output | get_metadata('alt', 'image/svg+xml') | escape_html }}">
+</div>
+{%- endblock data_svg -%}
 {%- block body_header -%}
 {{ super() }}
 {{ resources.course_nav | safe }}
@@ -61,20 +87,42 @@ INDEX = """<!DOCTYPE html>
          line-height: 1.5; color: #222; }}
   li {{ margin: 0.6em 0; }}
   .summary {{ color: #555; display: block; }}
+  pre.machine {{ background: #f4f4f4; padding: 0.8em; overflow-x: auto; }}
 </style>
 </head>
 <body>
 <h1>{title}</h1>
 <p>The course's notebooks in order, with the outputs stored from their last run
-(nothing here was re-executed). Open a notebook in JupyterLab or Colab to run it.</p>
+(nothing here was re-executed).</p>
 <ol class="notebooks">
 {items}
 </ol>
+<h2>Run the course</h2>
+<ul>
+<li>On your machine: in a clone of the repository, <code>make lab</code> sets up
+<code>.venv</code> (the first time only) and opens the notebooks in JupyterLab.</li>
+<li>On Colab: open a notebook from its page's "Open in Colab" link, then
+<em>Runtime &rarr; Change runtime type &rarr; T4 GPU</em>; its first cell fetches
+the course's helpers.</li>
+</ul>
+<h2>Where the stored outputs come from</h2>
+<p>The outputs on these pages were made by <code>make outputs</code> on this
+machine{source}:</p>
+<pre class="machine">{machine}</pre>
+<p>Your numbers will differ on other hardware; each notebook prints the verdicts
+from the numbers it measures.</p>
 </body>
 </html>
 """
 
 _BADGE = re.compile(r"^\[!\[Open In Colab\]")
+_BADGE_MD = re.compile(r"\[!\[Open In Colab\]\([^)]*\)\]\(([^)]*)\)")
+_NB_LINK = re.compile(r"(\]\(|href=[\"'])(\d\d_[\w-]+)\.ipynb(?=[#)\"'])")
+_LOCAL_LINK = re.compile(r"(?:\]\(|href=[\"'])(?![a-z]+:|#)([^)\"'\s#]+)")
+IMAGES = ("image/png", "image/jpeg", "image/svg+xml")
+PLOTTERS = {"bar_chart": "Bar chart", "line_plot": "Line plot",
+            "plot_timeline": "Timeline"}  # helpers that draw a figure, by kind
+TITLE_CALLS = {"set_title", "suptitle", "title"}  # matplotlib calls that set a title
 
 
 def notebook_title(nb: nbformat.NotebookNode) -> str:
@@ -99,6 +147,99 @@ def notebook_summary(nb: nbformat.NotebookNode) -> str:
             continue
         paragraph.append(line)
     return " ".join(paragraph)
+
+
+def _literal(node: ast.expr) -> str | None:
+    """Return a string literal's text; an f-string's placeholders become "…"."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value if isinstance(v, ast.Constant) else "…"
+                       for v in node.values)
+    return None
+
+
+def _called(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else (
+        func.attr if isinstance(func, ast.Attribute) else "")
+
+
+def figure_titles(source: str) -> list[str]:
+    """Return a description ("Bar chart: title") of each figure a cell draws."""
+    code = "\n".join("" if ln.lstrip().startswith(("%", "!")) else ln
+                     for ln in source.split("\n"))
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call)),
+                   key=lambda n: (n.lineno, n.col_offset))
+    found = []
+    for call in calls:
+        name = _called(call.func)
+        if name in PLOTTERS:
+            title = next((_literal(k.value) for k in call.keywords if k.arg == "title"),
+                         None)
+            if not title and call.args and isinstance(call.args[0], ast.Dict):
+                names = [_literal(k) for k in call.args[0].keys if k is not None]
+                title = ", ".join(n for n in names if n)  # plot_timeline's panels
+            found.append(f"{PLOTTERS[name]}: {title}" if title else PLOTTERS[name])
+        elif name in TITLE_CALLS and call.args and _literal(call.args[0]):
+            found.append(_literal(call.args[0]))
+    return found
+
+
+def _with_alt_text(nb: nbformat.NotebookNode, title: str) -> None:
+    """Give every image output an alt text: its own, the cell's, or its title."""
+    for i, cell in enumerate(nb.cells):
+        images = [o for o in cell.get("outputs", [])
+                  if any(m in o.get("data", {}) for m in IMAGES)]
+        described = figure_titles(cell.source) if images else []
+        for k, out in enumerate(images):
+            mime = next(m for m in IMAGES if m in out.data)
+            meta = out.setdefault("metadata", {}).setdefault(mime, {})
+            if len(described) == len(images):
+                guess = described[k]
+            else:
+                guess = "; ".join(described) or f"Plot {k + 1} of cell {i} in {title}"
+            meta["alt"] = (meta.get("alt") or out.metadata.get("alt")
+                           or cell.metadata.get("alt") or guess)
+
+
+def _for_the_site(nb: nbformat.NotebookNode, title: str) -> nbformat.NotebookNode:
+    """Return a copy of `nb` with links to pages, no badge image, and alt texts."""
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            source = _BADGE_MD.sub(r"[Open in Colab](\1)", cell.source)
+            cell.source = _NB_LINK.sub(r"\1\2.html", source)
+    _with_alt_text(nb, title)
+    return nb
+
+
+def _copy_linked_files(nb: nbformat.NotebookNode, folder: Path, out: Path) -> None:
+    """Copy the local files that `nb`'s markdown links (e.g. scripts/x.py) into out."""
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for target in _LOCAL_LINK.findall(cell.source):
+            src = (folder / target).resolve()
+            if src.is_file() and src.is_relative_to(folder.resolve()) \
+                    and src.suffix != ".ipynb":
+                (out / target).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, out / target)
+
+
+def machine_report(nbs: list[nbformat.NotebookNode]) -> str | None:
+    """Return the stored output of the first `env_report()` cell, if any."""
+    for nb in nbs:
+        for cell in nb.cells:
+            if cell.cell_type == "code" and "env_report(" in cell.source:
+                text = "".join(o.get("text", "") for o in cell.outputs
+                               if o.output_type == "stream" and o.name == "stdout")
+                if text.strip():
+                    return text.strip()
+    return None
 
 
 def _inline(text: str) -> str:
@@ -128,8 +269,13 @@ def _exporter() -> HTMLExporter:
     return exporter
 
 
-def build_site(notebooks: list[Path], out: Path) -> list[Path]:
-    """Write one HTML page per notebook and an index.html into `out`; return them."""
+def build_site(notebooks: list[Path], out: Path,
+               machine: str | None = None) -> list[Path]:
+    """Write one HTML page per notebook and an index.html into `out`; return them.
+
+    `machine` describes where the stored outputs were made; by default it is the
+    stored output of the first notebook cell that prints `env_report()`.
+    """
     notebooks = sorted(Path(p) for p in notebooks)
     if not notebooks:
         raise ValueError("no notebooks to export")
@@ -142,7 +288,9 @@ def build_site(notebooks: list[Path], out: Path) -> list[Path]:
     for i, (path, nb) in enumerate(zip(notebooks, nbs, strict=True)):
         resources = {"metadata": {"name": titles[i], "path": str(path.parent)},
                      "course_nav": _nav(pages, titles, i)}
-        body, _ = exporter.from_notebook_node(nb, resources=resources)
+        body, _ = exporter.from_notebook_node(_for_the_site(nb, titles[i]),
+                                              resources=resources)
+        _copy_linked_files(nb, path.parent, out)
         (out / pages[i]).write_text(body, encoding="utf-8")
         written.append(out / pages[i])
     items = []
@@ -152,8 +300,13 @@ def build_site(notebooks: list[Path], out: Path) -> list[Path]:
                      + (f'<span class="summary">{summary}</span>' if summary else "")
                      + "</li>")
     index = out / "index.html"
+    source = ""
+    if machine is None:
+        machine = machine_report(nbs) or "not recorded (no notebook printed it)"
+        source = " (the stored output of <code>env_report()</code>)"
     index.write_text(INDEX.format(title=html.escape(COURSE_TITLE),
-                                  items="\n".join(items)), encoding="utf-8")
+                                  items="\n".join(items), source=source,
+                                  machine=html.escape(machine)), encoding="utf-8")
     return [index, *written]
 
 
@@ -162,12 +315,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--out", type=Path, default=ROOT / "site")
+    parser.add_argument("--machine", default=None,
+                        help="where the stored outputs were made (default: the "
+                             "env_report() output stored in the notebooks)")
     args = parser.parse_args(argv)
     notebooks = args.notebooks or sorted(NOTEBOOKS.glob("[0-9][0-9]_*.ipynb"))
     if not notebooks:
         print("no notebooks found under notebooks/", file=sys.stderr)
         return 1
-    written = build_site(notebooks, args.out)
+    written = build_site(notebooks, args.out, machine=args.machine)
     print(f"wrote {len(written) - 1} notebook pages and {written[0]}")
     return 0
 

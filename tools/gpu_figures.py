@@ -4,9 +4,10 @@
 
 Measures matmul TFLOP/s per dtype, host-to-device bandwidth from pageable and from
 pinned memory, and 1-GPU vs CPU speedups (a matmul, a CNN training step); merges
-`make bench`'s bench/results.json and notebook 10's reports/benchmark_report.json
-when they exist. Writes figures.json and figures.md. `tools/test_gpu.sh` runs it
-last. Without CUDA it measures the CPU side only and says so in the report.
+`make bench`'s bench/results.json and the benchmark report notebook's
+reports/benchmark_report.json when they exist. Writes figures.json and figures.md.
+`tools/test_gpu.sh` runs it last. Without CUDA it measures the CPU side only and
+says so in the report.
 """
 
 from __future__ import annotations
@@ -31,6 +32,25 @@ BENCH = ROOT / "bench" / "results.json"
 NOTEBOOK_REPORT = ROOT / "reports" / "benchmark_report.json"
 GPU_DTYPES = {"float32": torch.float32, "tf32": torch.float32,
               "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _hardware_dtypes(device: str) -> list[str]:
+    """Return the GPU_DTYPES that `device` runs in hardware, not through emulation.
+
+    TF32 needs compute capability 8.0 (Ampere); before it, "tf32" is plain float32.
+    A T4 (Colab's free GPU, 7.5) has no bf16 units, yet is_bf16_supported() says True
+    there by default, counting emulation: ask with including_emulation=False.
+    """
+    names = ["float32", "float16"]
+    if torch.cuda.get_device_capability(device) >= (8, 0):
+        names.insert(1, "tf32")
+    try:
+        bf16 = torch.cuda.is_bf16_supported(including_emulation=False)
+    except TypeError:  # a torch without the argument counts hardware only
+        bf16 = torch.cuda.is_bf16_supported()
+    if bf16:
+        names.append("bfloat16")
+    return [n for n in GPU_DTYPES if n in names]
 
 
 def matmul_tflops(device: str, n: int, dtype: str = "float32",
@@ -85,7 +105,7 @@ def collect(quick: bool = False) -> dict:
     if num_gpus():
         dev = "cuda:0"
         fig["gpu_name"] = torch.cuda.get_device_name(0)
-        for dtype in GPU_DTYPES:
+        for dtype in _hardware_dtypes(dev):
             fig["matmul_tflops"][f"cuda {dtype} n={n_gpu}"] = matmul_tflops(
                 dev, n_gpu, dtype)
         for pinned in (False, True):
@@ -97,7 +117,7 @@ def collect(quick: bool = False) -> dict:
         fig["speedup_vs_cpu"] = {
             f"matmul float32 n={n}": gpu_tflops / cpu_tflops,
             step: fig["seconds"][f"cpu {step}"] / fig["seconds"][f"cuda {step}"]}
-    for key, path in (("bench", BENCH), ("notebook_10", NOTEBOOK_REPORT)):
+    for key, path in (("bench", BENCH), ("benchmark_report", NOTEBOOK_REPORT)):
         fig[key] = json.loads(path.read_text()) if path.exists() else None
     return fig
 
@@ -124,10 +144,10 @@ def to_markdown(figures: dict) -> str:
     bench = {k: v for k, v in (figures["bench"] or {}).items() if k != "machine"}
     lines += _table("make bench (bench/results.json)", bench, "value",
                     empty="no bench/results.json: run `make bench` first")
-    nb10 = figures["notebook_10"]
-    if nb10 and "markdown" in nb10:
-        body = nb10["markdown"].removeprefix("# ").partition("\n")
-        lines += [f"## Notebook 10: {body[0]}", body[2].strip(), ""]
+    report = figures["benchmark_report"]
+    if report and "markdown" in report:
+        body = report["markdown"].removeprefix("# ").partition("\n")
+        lines += [f"## Benchmark report notebook: {body[0]}", body[2].strip(), ""]
     return "\n".join(lines)
 
 

@@ -17,7 +17,16 @@ import nbformat
 
 from tools import notebook_conventions as conv
 
-KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+# What ipykernel reports (tests/test_notebooks.py checks): Lab then rewrites nothing.
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python",
+              "name": "python3"}
+
+
+def language_info() -> dict:
+    """Return the language_info this Python's kernel reports (and Lab would write)."""
+    from ipykernel.ipkernel import IPythonKernel
+
+    return dict(IPythonKernel.language_info)
 
 
 def md(source: str) -> nbformat.NotebookNode:
@@ -38,7 +47,7 @@ def write_notebook(path: str | Path, cells: list[nbformat.NotebookNode]) -> Path
     path = Path(path)
     nb = nbformat.v4.new_notebook(cells=list(cells))
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
-    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["language_info"] = language_info()
     for i, cell in enumerate(nb.cells):
         cell.id = f"cell-{i:03d}"
     nbformat.write(nb, path)

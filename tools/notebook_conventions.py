@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 import nbformat
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: no tomllib, and tomli is not guaranteed
+    tomllib = None
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -22,10 +26,23 @@ COLAB_TAG = "colab-setup"
 COLAB_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
 
 
+_REPOSITORY_LINE = re.compile(r'^Repository\s*=\s*"([^"]+)"', re.MULTILINE)
+
+
+def _repo_url_by_regex(text: str) -> str:
+    """Read the `Repository = "..."` line of pyproject.toml (for Python 3.10)."""
+    match = _REPOSITORY_LINE.search(text)
+    if match is None:
+        raise ValueError('pyproject.toml has no `Repository = "..."` line')
+    return match.group(1)
+
+
 def repo_url() -> str:
-    """Return the repository URL set in pyproject.toml."""
-    with open(ROOT / "pyproject.toml", "rb") as f:
-        return tomllib.load(f)["project"]["urls"]["Repository"].rstrip("/")
+    """Return the repository URL set in pyproject.toml's [project.urls]."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    if tomllib is None:
+        return _repo_url_by_regex(text).rstrip("/")
+    return tomllib.loads(text)["project"]["urls"]["Repository"].rstrip("/")
 
 
 def badge(nb_path: Path) -> str:
@@ -56,16 +73,21 @@ if "google.colab" in sys.modules:
     os.chdir("/content/course/notebooks")'''
 
 
+def title_cell_source(source: str, badge_md: str) -> str:
+    """Return cell 0 laid out as the template says: H1, blank, badge, blank, rest."""
+    head, *lines = BADGE_RE.sub("", source).split("\n")
+    while lines and not lines[0].strip():  # blank lines, or where the badge was
+        lines.pop(0)
+    rest = "\n".join(lines).rstrip()
+    return f"{head}\n\n{badge_md}\n\n{rest}" if rest else f"{head}\n\n{badge_md}"
+
+
 def sync(nb_path: Path) -> bool:
     """Rewrite `nb_path`'s badge, Colab cell and metadata; return True if changed."""
     nb = nbformat.read(nb_path, as_version=4)
     before = nbformat.writes(nb)
     title = nb.cells[0]
-    if BADGE_RE.search(title.source):
-        title.source = BADGE_RE.sub(lambda _: badge(nb_path), title.source, count=1)
-    else:
-        head, _, rest = title.source.partition("\n")
-        title.source = f"{head}\n\n{badge(nb_path)}\n{rest}"
+    title.source = title_cell_source(title.source, badge(nb_path))
     code = [c for c in nb.cells if c.cell_type == "code"]
     if not code or COLAB_TAG not in code[0].metadata.get("tags", []):
         cell = nbformat.v4.new_code_cell(colab_cell_source())

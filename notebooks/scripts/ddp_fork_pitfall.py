@@ -1,6 +1,7 @@
 """Show, for real, why a process must not fork after starting threads or CUDA.
 
-    python ddp_fork_pitfall.py
+    python ddp_fork_pitfall.py            # both demos
+    python ddp_fork_pitfall.py --no-cuda  # only the lock demo (no torch import)
 
 `fork` copies a process's memory but only the thread that called it. A lock that
 another thread held at that moment stays locked in the child forever, and CUDA's
@@ -12,17 +13,17 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import threading
 import time
 
-import torch
+LOCK_WAIT = 0.5  # seconds to wait for the lock child before calling it stuck
+CUDA_WAIT = 10.0  # the CUDA child fails at once; this only bounds a surprise
 
-WAIT = 1.0  # seconds to wait for a child before calling it stuck
 
-
-def _wait_for(pid: int) -> int | None:
-    """Return the child's exit status, or None if it was still running after WAIT."""
-    end = time.monotonic() + WAIT
+def _wait_for(pid: int, wait: float) -> int | None:
+    """Return the child's exit status, or None if it was still running after `wait`."""
+    end = time.monotonic() + wait
     while time.monotonic() < end:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
@@ -40,7 +41,7 @@ def fork_after_a_thread_took_a_lock() -> str:
     def busy_helper() -> None:  # like a logging, data-loading or metrics thread
         with lock:
             held.set()
-            time.sleep(3 * WAIT)
+            time.sleep(3 * LOCK_WAIT)
 
     threading.Thread(target=busy_helper, daemon=True).start()
     held.wait()
@@ -48,14 +49,17 @@ def fork_after_a_thread_took_a_lock() -> str:
     if pid == 0:  # the child: its copy of the lock is held by a thread it lacks
         with lock:
             os._exit(0)
-    code = _wait_for(pid)
+    code = _wait_for(pid, LOCK_WAIT)
     if code is None:
-        return f"the child was stuck on the lock after {WAIT:g} s (deadlock); killed it"
+        return (f"the child was stuck on the lock after {LOCK_WAIT:g} s (deadlock); "
+                "killed it")
     return f"the child finished with exit code {code}"
 
 
 def fork_after_cuda_init() -> str:
     """Initialise CUDA, fork, and use CUDA in the child."""
+    import torch
+
     if not torch.cuda.is_available():
         return "skipped: no CUDA GPU here"
     torch.zeros(1, device="cuda")  # creates the CUDA context in this process
@@ -71,10 +75,12 @@ def fork_after_cuda_init() -> str:
         os.write(write, message.encode())
         os._exit(0)
     os.close(write)
-    _wait_for(pid)
+    _wait_for(pid, CUDA_WAIT)
     return os.read(read, 4096).decode() or "the child printed nothing"
 
 
 if __name__ == "__main__":
     print("fork after a thread took a lock:", fork_after_a_thread_took_a_lock())
-    print("fork after CUDA initialisation:", fork_after_cuda_init())
+    cuda = "skipped (--no-cuda)" if "--no-cuda" in sys.argv[1:] else (
+        fork_after_cuda_init())
+    print("fork after CUDA initialisation:", cuda)

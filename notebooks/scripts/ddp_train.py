@@ -6,7 +6,9 @@ torchrun starts one process per rank and sets RANK, LOCAL_RANK and WORLD_SIZE.
 Each process trains a full copy of the model on its own share of every global
 batch (DistributedSampler); after each backward, DDP averages the gradients of
 all processes, so every copy takes the same step and the copies stay identical.
-With one GPU per process it uses nccl, otherwise gloo on the CPU. Lines marked
+With one GPU per process it uses nccl, otherwise gloo on the CPU. Any number of
+processes works: when --batch-size does not split evenly, it is rounded down to
+a multiple of the processes (and --accum), with a printed note. Lines marked
 `# NEW` are what DDP adds to a single-process training script. Only torch and
 the standard library are used, so you can copy this file into your project.
 """
@@ -16,7 +18,10 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import inspect
+import math
 import os
+import statistics
 import time
 from pathlib import Path
 
@@ -28,13 +33,16 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
+WARMUP_STEPS = 2  # the first optimizer steps are not timed (allocation, caches)
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Read the command line."""
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=64,
-                   help="global batch size, split evenly over the processes")
+                   help="global batch size per optimizer step, over all processes; "
+                        "rounded down to a multiple of processes x --accum")
     p.add_argument("--samples", type=int, default=2048, help="training set size")
     p.add_argument("--image-size", type=int, default=32, help="side of the images")
     p.add_argument("--width", type=int, default=16, help="channels of the first conv")
@@ -48,6 +56,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="CPU threads per process")
     p.add_argument("--device", choices=["auto", "cpu"], default="auto",
                    help="auto: one GPU per process if there are enough, else CPU")
+    p.add_argument("--tf32", choices=["off", "on"], default="off",
+                   help="TF32 for float32 matmuls and cuDNN convolutions on GPUs "
+                        "(sets both allow_tf32 flags; no effect on the CPU)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint", default="build/ddp_checkpoint.pt",
                    help="where rank 0 saves the model after each epoch")
@@ -55,7 +66,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="rank 0 saves every rank's final weights, losses and timing")
     p.add_argument("--fail-rank", type=int, default=-1,
                    help="make this rank crash at step 2 (to see how a job fails)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if min(args.epochs, args.batch_size, args.samples, args.accum, args.threads) < 1:
+        p.error("--epochs, --batch-size, --samples, --accum and --threads must be >= 1")
+    return args
 
 
 def make_data(samples: int, size: int, seed: int) -> TensorDataset:
@@ -96,15 +110,70 @@ def setup(device: str) -> tuple[int, int, torch.device]:  # NEW
     world = int(os.environ["WORLD_SIZE"])  # NEW
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))  # NEW
     gpus = torch.cuda.device_count() if device == "auto" else 0  # NEW
+    options = {}  # NEW
     if gpus >= local_world:  # NEW: one GPU for each process on this machine
         dev = torch.device("cuda", local_rank)  # NEW
         torch.cuda.set_device(dev)  # NEW: before any other CUDA call
         backend = "nccl"  # NEW
+        if "device_id" in inspect.signature(dist.init_process_group).parameters:  # NEW
+            options["device_id"] = dev  # NEW: bind the group to this rank's GPU
     else:  # NEW
         dev, backend = torch.device("cpu"), "gloo"  # NEW
-    dist.init_process_group(backend)  # NEW: env:// reads MASTER_ADDR/PORT from torchrun
-    atexit.register(pause_at_exit)  # NEW
+    dist.init_process_group(backend, **options)  # NEW: env:// reads MASTER_ADDR/PORT
+    if backend == "gloo":  # workaround for a gloo shutdown race, not part of DDP
+        atexit.register(pause_at_exit)
     return rank, world, dev  # NEW
+
+
+def split_batch(batch: int, world: int, accum: int) -> tuple[int, str]:  # NEW
+    """Return each process's micro-batch, and a note if the batch was rounded."""
+    micro = max(1, batch // (world * accum))  # NEW
+    used = micro * world * accum  # NEW
+    if used == batch:  # NEW
+        return micro, ""  # NEW
+    return micro, (f"note: --batch-size {batch} does not split into {world} "  # NEW
+                   f"process(es) x --accum {accum}; using {used} "
+                   f"({micro} per process and micro-batch)")
+
+
+def clock(device: torch.device) -> float:
+    """Return perf_counter seconds once all queued work on `device` has finished."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+def train_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optimizer,
+                accum: int, device: torch.device,
+                fail: bool = False) -> tuple[torch.Tensor, list[float]]:
+    """Train one epoch; return [summed loss, samples] and each step's milliseconds.
+
+    A step accumulates `accum` micro-batches; the epoch's last step takes what is
+    left, so no gradient leaks into the next epoch.
+    """
+    total = torch.zeros(2, device=device)  # summed loss, samples
+    step_ms, n, t = [], len(loader), clock(device)
+    for i, (x, y) in enumerate(loader):
+        x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+        first = i - i % accum  # this step's first micro-batch
+        parts = min(accum, n - first)  # micro-batches in this step (fewer at the end)
+        last = i == first + parts - 1
+        sync = contextlib.nullcontext() if last else model.no_sync()  # NEW
+        with sync:  # NEW: all-reduce only on the last micro-batch of a step
+            loss = nn.functional.cross_entropy(model(x), y)
+            (loss / parts).backward()  # DDP all-reduces the gradients here
+        total[0] += loss.detach() * len(y)
+        total[1] += len(y)
+        if not last:
+            continue
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        now = clock(device)
+        step_ms.append(1e3 * (now - t))
+        t = now
+        if fail and len(step_ms) == 2:
+            raise RuntimeError(f"simulated crash on rank {dist.get_rank()} at step 2")
+    return total, step_ms
 
 
 def flat_params(model: nn.Module) -> torch.Tensor:
@@ -116,12 +185,13 @@ def flat_params(model: nn.Module) -> torch.Tensor:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
+    torch.backends.cuda.matmul.allow_tf32 = args.tf32 == "on"  # PyTorch default: off
+    torch.backends.cudnn.allow_tf32 = args.tf32 == "on"  # PyTorch default: on
     rank, world, device = setup(args.device)  # NEW
     log = print if rank == 0 else (lambda *a, **k: None)  # NEW: rank 0 talks
-    if args.batch_size % (world * args.accum):  # NEW
-        raise SystemExit(f"--batch-size {args.batch_size} must divide by "
-                         f"{world} processes x --accum {args.accum}")
-    micro = args.batch_size // (world * args.accum)  # NEW: this rank's micro-batch
+    micro, note = split_batch(args.batch_size, world, args.accum)  # NEW
+    if note:  # NEW
+        log(note)  # NEW
     data = make_data(args.samples, args.image_size, args.seed)
     sampler = DistributedSampler(data, world, rank, shuffle=True, seed=args.seed)  # NEW
     loader = DataLoader(data, batch_size=micro, sampler=sampler,  # NEW: not shuffle
@@ -131,32 +201,16 @@ def main(argv: list[str] | None = None) -> None:
                 device_ids=[device.index] if device.type == "cuda" else None,  # NEW
                 bucket_cap_mb=args.bucket_cap_mb, gradient_as_bucket_view=True)  # NEW
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
+    steps = math.ceil(len(loader) / args.accum)
     log(f"{world} process(es), {dist.get_backend()} on {device.type}, "  # NEW
-        f"{args.threads} thread(s) each, {micro * args.accum} samples per rank "
-        f"and step, {len(loader) // args.accum} steps per epoch")
-    losses, step, t0 = [], 0, None
+        f"{args.threads} thread(s) each, TF32 {args.tf32}, {micro * args.accum} "
+        f"samples per rank and step, {steps} steps per epoch")
+    losses, step_ms = [], []
     for epoch in range(args.epochs):
         sampler.set_epoch(epoch)  # NEW: a different shuffle every epoch
-        total = torch.zeros(2, device=device)  # summed loss, samples
-        for i, (x, y) in enumerate(loader):
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            last = (i + 1) % args.accum == 0
-            sync = contextlib.nullcontext() if last else model.no_sync()  # NEW
-            with sync:  # NEW: all-reduce only on the last micro-batch of a step
-                loss = nn.functional.cross_entropy(model(x), y)
-                (loss / args.accum).backward()  # DDP all-reduces grads here
-            total[0] += loss.detach() * len(y)
-            total[1] += len(y)
-            if not last:
-                continue
-            opt.step()
-            opt.zero_grad(set_to_none=True)
-            step += 1
-            if step == 2 and rank == args.fail_rank:
-                raise RuntimeError(f"simulated crash on rank {rank} at step {step}")
-            if step == 3:  # time what follows the warm-up steps
-                dist.barrier()  # NEW
-                t0 = time.perf_counter()
+        fail = epoch == 0 and rank == args.fail_rank
+        total, ms = train_epoch(model, loader, opt, args.accum, device, fail)
+        step_ms += ms
         dist.all_reduce(total)  # NEW: the loss over all ranks' samples
         losses.append((total[0] / total[1]).item())
         log(f"epoch {epoch + 1}/{args.epochs}: mean loss {losses[-1]:.4f}")
@@ -164,9 +218,10 @@ def main(argv: list[str] | None = None) -> None:
             save(model.module.state_dict(), opt, epoch, Path(args.checkpoint))
             log(f"saved {args.checkpoint}")
         dist.barrier()  # NEW: nobody reads the checkpoint before it is complete
-    seconds = time.perf_counter() - t0 if t0 is not None else float("nan")
-    log(f"{step - 3} timed steps: {1e3 * seconds / max(step - 3, 1):.1f} ms per step")
-    report(model, args, losses, seconds, step - 3, device)
+    timed = step_ms[WARMUP_STEPS:]  # training steps only: no checkpoint, no barrier
+    median = statistics.median(timed) if timed else float("nan")
+    log(f"{len(timed)} timed steps: median {median:.1f} ms per step")
+    report(model, args, losses, timed, device)
     leave_group()  # NEW
 
 
@@ -177,11 +232,11 @@ def leave_group() -> None:  # NEW
 
 
 def pause_at_exit() -> None:
-    """Give gloo's threads a moment to free their last tensors before Python exits.
+    """Workaround, not DDP: give gloo's threads a moment before Python exits.
 
     They free the tensors of the last collectives just after those complete; if
-    Python is already shutting down by then, the process aborts ("terminate called
-    without an active exception"). `atexit` runs this on success and on error alike.
+    Python is already shutting down by then, the process can abort ("terminate
+    called without an active exception"). `atexit` runs this on success and error.
     """
     time.sleep(0.2)
 
@@ -198,18 +253,14 @@ def time_all_reduce(buffer: torch.Tensor, repeats: int = 20) -> float:
     """Return the median milliseconds of one all-reduce of `buffer` (after warm-up)."""
     times = []
     for _ in range(repeats + 3):
-        if buffer.is_cuda:
-            torch.cuda.synchronize()
-        t = time.perf_counter()
+        t = clock(buffer.device)
         dist.all_reduce(buffer)
-        if buffer.is_cuda:
-            torch.cuda.synchronize()
-        times.append(time.perf_counter() - t)
-    return 1e3 * sorted(times[3:])[repeats // 2]
+        times.append(clock(buffer.device) - t)
+    return 1e3 * statistics.median(times[3:])
 
 
 def report(model: nn.Module, args: argparse.Namespace, losses: list[float],
-           seconds: float, steps: int, device: torch.device) -> None:
+           step_ms: list[float], device: torch.device) -> None:
     """Gather every rank's weights on rank 0, check them, and optionally save them."""
     mine = flat_params(model)
     allreduce_ms = time_all_reduce(mine.clone())
@@ -222,13 +273,16 @@ def report(model: nn.Module, args: argparse.Namespace, losses: list[float],
     print(f"weights on all {len(every)} ranks identical: {spread == 0} "
           f"(max difference {spread:.1e})")
     print(f"one all-reduce of the {4 * mine.numel() / 1024:.0f} KiB of gradients: "
-          f"{allreduce_ms:.2f} ms")
+          f"median {allreduce_ms:.2f} ms")
     if args.dump:
+        median = statistics.median(step_ms) if step_ms else float("nan")
         Path(args.dump).parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"params": every, "losses": losses, "seconds": seconds,
-                    "steps": steps, "allreduce_ms": allreduce_ms,
+        torch.save({"params": every, "losses": losses, "step_ms": step_ms,
+                    "median_ms": median, "seconds": sum(step_ms) / 1e3,
+                    "steps": len(step_ms), "allreduce_ms": allreduce_ms,
                     "world_size": dist.get_world_size(), "threads": args.threads,
-                    "backend": dist.get_backend(), "device": device.type}, args.dump)
+                    "tf32": args.tf32, "backend": dist.get_backend(),
+                    "device": device.type}, args.dump)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,22 @@
-"""The course opens: JupyterLab from this repo renders notebook 01 in a real browser.
+"""The course opens in JupyterLab, and opening a notebook leaves it byte-identical.
 
 Run by `make test-browser` (not by `make test`). It needs Debian's `chromium` and
 `chromium-driver` (apt) and the `selenium` package (requirements-browser.txt);
 nothing is downloaded at run time. A missing piece fails the test, never skips it.
+
+JupyterLab serves a temporary copy of notebooks/, so the test never writes to the
+checkout. Each notebook is opened, its kernel started, then it is saved from Lab
+and closed: the saved file must equal the committed one byte for byte. That holds
+when the stored kernelspec and language_info are what this Python's ipykernel
+reports (`make outputs` stores them); on another Python, Lab rewrites
+language_info.version, which test_lab_rewrites_another_pythons_version shows.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import socket
 import subprocess
@@ -44,10 +52,41 @@ SETTINGS = {  # JupyterLab user settings for the run, in a temporary settings di
                                                      "checkForUpdates": False},
 }
 TAB = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+COPIED: dict[str, bytes] = {}  # name -> bytes of each notebook as copied for Lab
+SETTLE_MS = 1500  # after the kernel is idle, let Lab apply what the kernel reported
+
+# Open a notebook as a user would (File > Open), wait for its kernel, save (Ctrl+S),
+# shut the kernel down and close the tab. Needs LabApp.expose_app_in_browser.
+OPEN_SAVE_CLOSE = """
+const [path, settleMs, done] = arguments;
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+(async () => {
+  const app = window.jupyterapp;
+  await app.restored;
+  const panel = await app.commands.execute('docmanager:open',
+                                           {path, factory: 'Notebook'});
+  await panel.context.ready;
+  await panel.sessionContext.ready;
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  if (!kernel) { throw new Error('no kernel was started'); }
+  const info = await kernel.info;
+  for (let t = 0; kernel.status !== 'idle' && t < 600; t++) { await sleep(100); }
+  const status = kernel.status;
+  await sleep(settleMs);
+  const dirty = panel.context.model.dirty;
+  app.shell.activateById(panel.id);
+  await app.commands.execute('docmanager:save');
+  await panel.sessionContext.shutdown();
+  panel.close();
+  done({status, dirty, display_name: panel.sessionContext.kernelDisplayName,
+        language_info: info.language_info});
+})().catch(err => done({error: String((err && err.stack) || err)}));
+"""
 
 
 def _notebook() -> Path:
-    found = sorted(NOTEBOOK_DIR.glob("01_*.ipynb"))
+    found = [p for p in NOTEBOOKS if p.name.startswith("01_")]
     assert found, "no notebooks/01_*.ipynb to open"
     return found[0]
 
@@ -100,9 +139,20 @@ def _stop(proc: subprocess.Popen) -> None:
     assert not alive, f"processes left behind: {[p.pid for p in alive]}"
 
 
-@pytest.fixture
-def lab(tmp_path):
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """Return a fresh copy of notebooks/ for Lab to serve (and write to)."""
+    copy = tmp_path_factory.mktemp("course") / "notebooks"
+    shutil.copytree(NOTEBOOK_DIR, copy, ignore=shutil.ignore_patterns(
+        "__pycache__", ".ipynb_checkpoints"))
+    COPIED.update({p.name: p.read_bytes() for p in copy.glob("*.ipynb")})
+    return copy
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory, served):
     """Start a token-less JupyterLab on a free 127.0.0.1 port; yield its base URL."""
+    tmp_path = tmp_path_factory.mktemp("lab")
     dirs = {name: tmp_path / name for name in ("config", "runtime", "data",
                                                "settings", "workspaces", "ipython")}
     for d in dirs.values():
@@ -123,7 +173,8 @@ def lab(tmp_path):
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root",
            "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
            "--ServerApp.port_retries=0", "--IdentityProvider.token=",
-           "--ServerApp.password=", f"--ServerApp.root_dir={NOTEBOOK_DIR}",
+           "--ServerApp.password=", f"--ServerApp.root_dir={served}",
+           "--LabApp.expose_app_in_browser=True",
            "--LabApp.news_url=None", "--LabApp.extension_manager=readonly",
            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     log = tmp_path / "lab.log"
@@ -140,9 +191,10 @@ def lab(tmp_path):
         shutil.copy(log, ARTIFACTS / "lab_opens.log")
 
 
-@pytest.fixture
-def browser(tmp_path):
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
     """Start headless Debian Chromium through its matching chromedriver."""
+    tmp_path = tmp_path_factory.mktemp("chromium")
     _require(CHROMIUM, "chromium")
     _require(CHROMEDRIVER, "chromium-driver")
     options = webdriver.ChromeOptions()
@@ -152,6 +204,7 @@ def browser(tmp_path):
     service = Service(executable_path=CHROMEDRIVER,  # no Selenium Manager download
                       log_output=str(tmp_path / "chromedriver.log"))
     driver = webdriver.Chrome(service=service, options=options)
+    driver.set_script_timeout(RENDER_TIMEOUT)
     try:
         yield driver
     finally:
@@ -164,8 +217,8 @@ def browser(tmp_path):
         assert not alive, f"Chromium processes left behind: {[p.pid for p in alive]}"
 
 
-def test_notebook_01_opens_and_shows_its_title(lab, browser):
-    path = _notebook()
+def test_notebook_01_opens_and_shows_its_title(lab, browser, served):
+    path = served / _notebook().name
     expected = _title(path)
     before = path.read_bytes()
     ARTIFACTS.mkdir(exist_ok=True)
@@ -184,3 +237,56 @@ def test_notebook_01_opens_and_shows_its_title(lab, browser):
     assert shown == expected
     assert browser.find_element(By.CSS_SELECTOR, TAB).text == path.name
     assert path.read_bytes() == before, "opening the notebook must not change it"
+
+
+def _open_save_close(browser, lab: str, name: str) -> dict:
+    """Open `name` in Lab, let its kernel start, save it, close it; say what Lab saw."""
+    if not browser.current_url.startswith(f"{lab}/lab"):
+        browser.get(f"{lab}/lab")
+    WebDriverWait(browser, RENDER_TIMEOUT, poll_frequency=0.5).until(
+        lambda d: d.execute_script("return !!window.jupyterapp"))
+    result = browser.execute_async_script(OPEN_SAVE_CLOSE, name, SETTLE_MS)
+    assert "error" not in result, f"{name}: {result['error']}"
+    return result
+
+
+def _metadata_diff(before: bytes, after: bytes) -> str:
+    """Describe how two notebook files differ, top-level metadata first."""
+    old, new = (json.loads(b) for b in (before, after))
+    changed = {k: (old["metadata"].get(k), new["metadata"].get(k))
+               for k in old["metadata"].keys() | new["metadata"].keys()
+               if old["metadata"].get(k) != new["metadata"].get(k)}
+    if changed:
+        return f"metadata changed (stored, saved by Lab): {changed}"
+    cells = [i for i, (a, b) in enumerate(zip(old["cells"], new["cells"], strict=False))
+             if a != b]
+    return f"cells {cells[:10]} changed" if cells else "formatting changed"
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_opening_and_saving_in_lab_leaves_the_notebook_unchanged(lab, browser, served,
+                                                                 notebook):
+    path = served / notebook.name
+    committed = COPIED[notebook.name]  # the checkout's bytes when the copy was made
+    result = _open_save_close(browser, lab, notebook.name)
+    assert result["status"] == "idle", f"{notebook.name}: kernel {result['status']}"
+    after = path.read_bytes()
+    assert after == committed, (
+        f"{notebook.name} changed when opened and saved in JupyterLab "
+        f"(dirty on opening: {result['dirty']}): {_metadata_diff(committed, after)}")
+    assert not result["dirty"], f"{notebook.name}: Lab marked it modified on opening"
+
+
+def test_lab_rewrites_another_pythons_version(lab, browser, served):
+    """Why language_info.version must be this Python's: Lab rewrites it on opening."""
+    source = _notebook()
+    path = served / "zz_other_python.ipynb"
+    nb = json.loads(source.read_bytes())
+    nb["metadata"]["language_info"]["version"] = "3.0.0"
+    path.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
+                    encoding="utf-8")
+    result = _open_save_close(browser, lab, path.name)
+    saved = json.loads(path.read_bytes())["metadata"]["language_info"]["version"]
+    assert result["dirty"], "Lab no longer marks a notebook from another Python dirty"
+    assert saved == result["language_info"]["version"] == platform.python_version(), (
+        f"saved version {saved!r}, kernel {result['language_info']['version']!r}")

@@ -1,0 +1,331 @@
+"""Shard a model with FSDP2 (`fully_shard`) and compare with DDP; start with torchrun.
+
+    torchrun --nproc-per-node=2 fsdp_train.py --out build/fsdp
+
+Under DDP every rank holds the whole model, its gradients and its optimizer state.
+FSDP2 gives each rank one shard (1/world of the rows) of every parameter, as a
+DTensor. Before a block runs forward, its shards are all-gathered into full weights;
+after backward, the full gradients are reduce-scattered so that each rank keeps the
+averaged gradient of its own shard; the optimizer then updates only that shard.
+
+The script trains the same seeded model three ways from the same batches: FSDP2,
+DDP and (on rank 0) one process alone. It checks that all three end with the same
+weights, in float64 and float32, measures each rank's bytes of parameters, gradients
+and Adam state, times the steps, and writes everything to OUT/fsdp_w{world}.json.
+`--save-checkpoint D` writes a sharded checkpoint (torch.distributed.checkpoint);
+`--load-checkpoint D` reads one written by any number of ranks. With one GPU per
+process it uses nccl, otherwise gloo on the CPU. Only torch and the standard library
+are used, so you can copy this file into your project.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch import nn
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.tensor import DTensor
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+try:  # the public home since torch 2.6
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+except ImportError:  # older torch kept FSDP2 in a private module
+    from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Read the command line."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", required=True, help="folder for the results")
+    p.add_argument("--dim", type=int, default=256, help="width of the blocks")
+    p.add_argument("--depth", type=int, default=4, help="number of blocks")
+    p.add_argument("--batch-size", type=int, default=32,
+                   help="global batch size, split evenly over the processes")
+    p.add_argument("--steps", type=int, default=3, help="steps of the equality check")
+    p.add_argument("--timed", type=int, default=5, help="timed steps of each model")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--variants", action="store_true",
+                   help="also time reshard_after_forward=False and bf16 parameters")
+    p.add_argument("--skip-check", action="store_true",
+                   help="skip the float64 run that proves the equality")
+    p.add_argument("--save-checkpoint", default=None, help="write a sharded checkpoint")
+    p.add_argument("--load-checkpoint", default=None, help="read a sharded checkpoint")
+    p.add_argument("--threads", type=int,
+                   default=int(os.environ.get("OMP_NUM_THREADS", "1")),
+                   help="CPU threads per process")
+    p.add_argument("--device", choices=["auto", "cpu"], default="auto",
+                   help="auto: one GPU per process if there are enough, else CPU")
+    return p.parse_args(argv)
+
+
+class Block(nn.Module):
+    """A residual MLP block: x + W2 gelu(W1 x), the shape of a transformer's MLP."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.up = nn.Linear(dim, 4 * dim)
+        self.down = nn.Linear(4 * dim, dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.down(nn.functional.gelu(self.up(x)))
+
+
+class Net(nn.Module):
+    """`depth` blocks and a linear head with 8 classes (divisible by 1, 2, 4 ranks)."""
+
+    def __init__(self, dim: int = 256, depth: int = 4, classes: int = 8):
+        super().__init__()
+        self.blocks = nn.ModuleList(Block(dim) for _ in range(depth))
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def build(args: argparse.Namespace, dtype: torch.dtype, device: torch.device,
+          seed: int = 0) -> Net:
+    """Return the seeded model: the same weights in every process."""
+    torch.manual_seed(seed)
+    return Net(args.dim, args.depth).to(device=device, dtype=dtype)
+
+
+def shard(model: Net, mesh, **options) -> Net:  # NEW
+    """Apply FSDP2: each block is one unit, then the root takes what is left."""
+    for block in model.blocks:  # NEW: one all-gather per block, just in time
+        fully_shard(block, mesh=mesh, **options)  # NEW
+    fully_shard(model, mesh=mesh, **options)  # NEW: the head, and the root's duties
+    return model
+
+
+def batch(step: int, args: argparse.Namespace, dtype: torch.dtype,
+          device: torch.device, rank: int, world: int):
+    """Return this rank's slice of the global batch for `step` (seeded by step)."""
+    g = torch.Generator().manual_seed(1000 + step)
+    x = torch.randn(args.batch_size, args.dim, generator=g, dtype=dtype)
+    y = torch.randint(0, 8, (args.batch_size,), generator=g)
+    share = args.batch_size // world
+    part = slice(rank * share, (rank + 1) * share)
+    return x[part].to(device), y[part].to(device)
+
+
+def local(t: torch.Tensor) -> torch.Tensor:
+    """Return the part of `t` that this process stores (its shard, for a DTensor)."""
+    return t.to_local() if isinstance(t, DTensor) else t
+
+
+def nbytes(tensors) -> int:
+    """Return the bytes this process stores for `tensors`."""
+    return sum(local(t).numel() * local(t).element_size() for t in tensors)
+
+
+def memory(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
+    """Return this rank's bytes of parameters, gradients and optimizer state."""
+    params = list(model.parameters())
+    state = [v for s in opt.state.values() for v in s.values()
+             if isinstance(v, torch.Tensor)]
+    return {"params": nbytes(params),
+            "grads": nbytes(p.grad for p in params if p.grad is not None),
+            "optimizer": nbytes(state)}
+
+
+def full_params(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Return every full parameter on the CPU; DTensor shards are all-gathered."""
+    return {name: (p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu()
+            for name, p in model.named_parameters()}
+
+
+def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    """Return the largest |a - b| over all parameters (names without DDP's prefix)."""
+    b = {k.removeprefix("module."): v for k, v in b.items()}
+    return max((v - b[k.removeprefix("module.")]).abs().max().item()
+               for k, v in a.items())
+
+
+class Trainer:
+    """One model and its Adam optimizer, stepping on this rank's batches."""
+
+    def __init__(self, model: nn.Module, args, dtype, device, rank, world):
+        self.model, self.args, self.dtype, self.device = model, args, dtype, device
+        self.rank, self.world, self.steps, self.times = rank, world, 0, []
+        self.opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+        self.held_after_forward = 0  # bytes of full (unsharded) weights kept
+
+    def step(self, timed: bool = False) -> None:
+        """Run forward, backward and the optimizer on the next batch."""
+        x, y = batch(self.steps, self.args, self.dtype, self.device, self.rank,
+                     self.world)
+        self.opt.zero_grad(set_to_none=True)
+        sync(self.device)
+        t0 = time.perf_counter()
+        out = self.model(x)
+        self.held_after_forward = nbytes(  # plain tensors now are unsharded weights
+            p for p in self.model.parameters() if not isinstance(p, DTensor))
+        nn.functional.cross_entropy(out.float(), y).backward()  # FSDP reduce-scatters
+        self.opt.step()  # FSDP: Adam updates only this rank's shard
+        sync(self.device)
+        if timed:
+            self.times.append(time.perf_counter() - t0)
+        self.steps += 1
+
+
+def sync(device: torch.device) -> None:
+    """Wait for queued GPU work, so that timings are honest."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def gathered_bytes(model: nn.Module) -> list[int]:
+    """Count the bytes of full weights each block all-gathers before its forward."""
+    seen: list[int] = []
+
+    def hook(module: nn.Module, _inputs) -> None:  # runs after FSDP's own pre-hook
+        seen.append(nbytes(module.parameters()))  # full tensors at this moment
+
+    for block in model.blocks:
+        block.register_forward_pre_hook(hook)
+    return seen
+
+
+def compare(args, dtype, device, rank, world, mesh, steps: int,
+            timed: int = 0, variants: bool = False) -> tuple[dict, dict]:
+    """Train FSDP2, DDP and (rank 0) one process alike; return results, models."""
+    runs = {"fsdp": Trainer(shard(build(args, dtype, device), mesh), args, dtype,
+                            device, rank, world),
+            "ddp": Trainer(DDP(build(args, dtype, device), device_ids=(
+                [device.index] if device.type == "cuda" else None)),
+                args, dtype, device, rank, world)}
+    if variants:
+        runs["fsdp_keep"] = Trainer(shard(build(args, dtype, device), mesh,
+                                          reshard_after_forward=False),  # NEW
+                                    args, dtype, device, rank, world)
+        bf16 = MixedPrecisionPolicy(param_dtype=torch.bfloat16,  # NEW
+                                    reduce_dtype=torch.float32)
+        runs["fsdp_bf16"] = Trainer(shard(build(args, dtype, device), mesh,
+                                          mp_policy=bf16), args, dtype, device,
+                                    rank, world)
+        gathered = {name: gathered_bytes(runs[name].model)
+                    for name in ("fsdp", "fsdp_bf16")}
+    for i in range(steps + timed):  # alternate the models: load hits them alike
+        for run in runs.values():
+            dist.barrier()  # every rank starts each step together
+            run.step(timed=i >= steps)
+    res: dict = {name: {"memory": memory(r.model, r.opt),
+                        "held_after_forward": r.held_after_forward,
+                        "step_s": statistics.median(r.times) if r.times else None}
+                 for name, r in runs.items()}
+    if variants:
+        for name, seen in gathered.items():
+            res[name]["gathered_forward"] = seen[-len(runs[name].model.blocks):]
+    full = {name: full_params(r.model) for name, r in runs.items()}
+    if rank == 0:  # the reference: one process, the whole batch, the same steps
+        single = Trainer(build(args, dtype, device), args, dtype, device, 0, 1)
+        for _ in range(steps + timed):
+            single.step()
+        res["single"] = {"memory": memory(single.model, single.opt)}
+        ref = full_params(single.model)
+        res["fsdp"]["max_diff_single"] = max_diff(full["fsdp"], ref)
+        res["fsdp"]["max_diff_ddp"] = max_diff(full["fsdp"], full["ddp"])
+        res["ddp"]["max_diff_single"] = max_diff(full["ddp"], ref)
+        if variants:
+            res["fsdp_bf16"]["max_diff_single"] = max_diff(full["fsdp_bf16"], ref)
+    return res, {name: r.model for name, r in runs.items()}
+
+
+def setup(device: str) -> tuple[int, int, torch.device]:
+    """Join the process group torchrun prepared; return rank, world size, device."""
+    if "RANK" not in os.environ:
+        raise SystemExit("start me with torchrun, e.g. "
+                         "torchrun --nproc-per-node=2 fsdp_train.py --out build/fsdp")
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ["LOCAL_RANK"])
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+    gpus = torch.cuda.device_count() if device == "auto" else 0
+    if gpus >= local_world:  # one GPU for each process on this machine
+        dev = torch.device("cuda", local_rank)
+        torch.cuda.set_device(dev)
+        dist.init_process_group("nccl")
+    else:
+        dev = torch.device("cpu")
+        dist.init_process_group("gloo")
+        if rank == 0 and gpus:
+            print(f"{gpus} GPU(s) for {local_world} processes: nccl needs a GPU per "
+                  "process, so every rank runs on the CPU with gloo instead")
+    return rank, world, dev
+
+
+def describe(model: Net, rank: int) -> dict:
+    """Print how the first block's weight is split: placements and local shapes."""
+    w = model.blocks[0].up.weight
+    shapes: list = [None] * dist.get_world_size()
+    dist.all_gather_object(shapes, tuple(w.to_local().shape))
+    if rank == 0:
+        print(f"blocks[0].up.weight: {type(w).__name__}, global shape "
+              f"{tuple(w.shape)}, placements {w.placements}")
+        print("  to_local().shape per rank: " + ", ".join(map(str, shapes)))
+    return {"type": type(w).__name__, "placements": str(w.placements),
+            "shape": list(w.shape), "local_shapes": [list(s) for s in shapes]}
+
+
+def checkpoint(args, model: Net, device: torch.device, rank: int, mesh,
+               out: Path) -> None:
+    """Save or load a sharded checkpoint; write the full weights it holds."""
+    if args.save_checkpoint:  # NEW: each rank writes its own shards, in parallel
+        dcp.save({"model": model.state_dict()}, checkpoint_id=args.save_checkpoint)
+        tag = "saved"
+    else:  # NEW: a fresh model, other weights, sharded for *this* world size
+        model = shard(build(args, torch.float32, device, seed=1), mesh)
+        state = {"model": model.state_dict()}  # DTensors: they say what to read
+        dcp.load(state, checkpoint_id=args.load_checkpoint)  # NEW: reads in place
+        model.load_state_dict(state["model"])
+        tag = "loaded"
+    weights = full_params(model)
+    if rank == 0:
+        torch.save(weights, out / f"{tag}_w{dist.get_world_size()}.pt")
+        print(f"{tag} a sharded checkpoint: {len(weights)} tensors")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    rank, world, device = setup(args.device)
+    if args.batch_size % world:
+        raise SystemExit(f"--batch-size {args.batch_size} must divide by {world}")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    mesh = init_device_mesh(device.type, (world,))  # NEW: the ranks, as a 1-D mesh
+    results = {"world": world, "backend": dist.get_backend(), "device": device.type}
+    dtypes = [torch.float32] if args.skip_check else [torch.float64, torch.float32]
+    for dtype in dtypes:  # float64 proves the equality, float32 is what we measure
+        name = str(dtype).removeprefix("torch.")
+        last = dtype == torch.float32
+        results[name], models = compare(args, dtype, device, rank, world, mesh,
+                                        args.steps, args.timed if last else 0,
+                                        args.variants and last)
+    results["shard"] = describe(models["fsdp"], rank)
+    if args.save_checkpoint or args.load_checkpoint:
+        checkpoint(args, models["fsdp"], device, rank, mesh, out)
+    if rank == 0:
+        results["params"] = sum(p.numel() for p in models["ddp"].parameters())
+        (out / f"fsdp_w{world}.json").write_text(json.dumps(results, indent=1))
+        name = str(dtypes[0]).removeprefix("torch.")
+        r = results[name]["fsdp"]
+        print(f"{world} rank(s), {results['backend']} on {device.type}: FSDP2 after "
+              f"{args.steps} step(s) vs one process {r['max_diff_single']:.1e}, "
+              f"vs DDP {r['max_diff_ddp']:.1e} ({name})")
+    dist.barrier()
+    dist.destroy_process_group()
+    time.sleep(0.2)  # let gloo's threads free their last tensors before exit
+
+
+if __name__ == "__main__":
+    main()

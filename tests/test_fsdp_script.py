@@ -1,0 +1,112 @@
+"""Tests of notebooks/scripts/fsdp_train.py and tp_mlp.py: parts, then real runs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+import warnings
+
+import pytest
+import torch
+import torch.distributed.checkpoint as dcp
+from conftest import NOTEBOOK_DIR, ROOT
+
+from helpers.launch import torchrun
+
+SCRIPT = NOTEBOOK_DIR / "scripts" / "fsdp_train.py"
+TINY = ["--dim", "32", "--depth", "2", "--batch-size", "8", "--device", "cpu"]
+TOLERANCE = 1e-10  # float64, as in the notebook
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Linux")
+
+
+@pytest.fixture(scope="module")
+def fsdp():
+    spec = importlib.util.spec_from_file_location("fsdp_train", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_imports_only_torch_and_the_standard_library():
+    lines = SCRIPT.read_text().splitlines()
+    imported = {line.split()[1].split(".")[0] for line in lines
+                if line.lstrip().startswith(("import ", "from "))}
+    others = imported - {"torch", "__future__"} - set(sys.stdlib_module_names)
+    assert not others, f"imports beyond torch and the standard library: {others}"
+
+
+def test_net_maps_features_to_eight_logits(fsdp):
+    assert fsdp.Net(dim=32, depth=2)(torch.zeros(3, 32)).shape == (3, 8)
+
+
+def test_refuses_to_run_without_torchrun(fsdp, monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    with pytest.raises(SystemExit, match="start me with torchrun"):
+        fsdp.setup("cpu")
+
+
+def test_memory_counts_16_bytes_per_parameter_with_adam(fsdp):
+    model = fsdp.Net(dim=32, depth=2)
+    opt = torch.optim.Adam(model.parameters())
+    model(torch.randn(4, 32)).sum().backward()
+    opt.step()
+    mem = fsdp.memory(model, opt)
+    n = sum(p.numel() for p in model.parameters())
+    steps = 4 * len(opt.state)  # Adam's step counters: one float32 scalar each
+    assert (mem["params"], mem["grads"], mem["optimizer"]) == (4 * n, 4 * n,
+                                                               8 * n + steps)
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fsdp")
+    torchrun(SCRIPT, *TINY, "--out", out, "--steps", 2, "--timed", 1,
+             "--save-checkpoint", out / "ckpt", nproc=2, echo=False, timeout=120)
+    return out, json.loads((out / "fsdp_w2.json").read_text())
+
+
+def test_shards_are_half_size(two_ranks):
+    _, result = two_ranks
+    shard = result["shard"]
+    assert shard["placements"] == "(Shard(dim=0),)"
+    assert shard["local_shapes"] == [[shard["shape"][0] // 2, shard["shape"][1]]] * 2
+    f32 = result["float32"]
+    for part in ("params", "grads"):
+        assert f32["fsdp"]["memory"][part] * 2 == f32["ddp"]["memory"][part], part
+    ratio = sum(f32["fsdp"]["memory"].values()) / sum(f32["ddp"]["memory"].values())
+    assert 0.5 <= ratio < 0.501, f"FSDP2/DDP bytes {ratio:.4f}, expected 0.5"
+
+
+def test_fsdp_equals_one_process_and_ddp(two_ranks):
+    _, result = two_ranks
+    r = result["float64"]["fsdp"]
+    assert r["max_diff_single"] <= TOLERANCE, r
+    assert r["max_diff_ddp"] <= TOLERANCE, r
+    assert result["float32"]["fsdp"]["max_diff_single"] <= 1e-5, result["float32"]
+
+
+def test_checkpoint_reloads_under_another_world_size(two_ranks, fsdp):
+    out, _ = two_ranks
+    torchrun(SCRIPT, *TINY, "--out", out, "--steps", 1, "--timed", 0, "--skip-check",
+             "--load-checkpoint", out / "ckpt", nproc=1, echo=False, timeout=120)
+    saved = torch.load(out / "saved_w2.pt", weights_only=True)
+    loaded = torch.load(out / "loaded_w1.pt", weights_only=True)
+    assert saved.keys() == loaded.keys()
+    assert all(torch.equal(saved[k], loaded[k]) for k in saved)
+    plain = fsdp.Net(dim=32, depth=2)  # no process group at all
+    state = {"model": plain.state_dict()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        dcp.load(state, checkpoint_id=out / "ckpt", no_dist=True)
+    assert all(torch.equal(state["model"][k], saved[k]) for k in saved)
+
+
+def test_tensor_parallel_mlp_equals_the_unsplit_one(tmp_path):
+    torchrun(ROOT / "notebooks" / "scripts" / "tp_mlp.py", "--out", tmp_path,
+             nproc=2, echo=False, timeout=120)
+    result = json.loads((tmp_path / "tp.json").read_text())
+    assert result["out_diff"] <= 1e-12 and result["grad_diff"] <= 1e-12, result
+    assert result["forward"] == {"all_reduce": 1} == result["backward"]
+    assert result["shapes"]["layer1.weight"] == [[16, 10], [8, 10]]
