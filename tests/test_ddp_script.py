@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import statistics
 import sys
 
 import pytest
 import torch
-from conftest import NOTEBOOK_DIR
+from conftest import NOTEBOOK_DIR, load_script
 from torch.utils.data import DataLoader
 
 from helpers.launch import LaunchError, free_port, torchrun
@@ -24,10 +23,7 @@ linux_only = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Lin
 
 @pytest.fixture(scope="module")
 def ddp():
-    spec = importlib.util.spec_from_file_location("ddp_train", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 @pytest.fixture

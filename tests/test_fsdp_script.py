@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import warnings
@@ -10,7 +9,7 @@ import warnings
 import pytest
 import torch
 import torch.distributed.checkpoint as dcp
-from conftest import NOTEBOOK_DIR, ROOT
+from conftest import NOTEBOOK_DIR, ROOT, load_script
 
 from helpers.launch import torchrun
 
@@ -23,10 +22,7 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Lin
 
 @pytest.fixture(scope="module")
 def fsdp():
-    spec = importlib.util.spec_from_file_location("fsdp_train", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_imports_only_torch_and_the_standard_library():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import importlib.util
 import json
 import sys
 
@@ -12,7 +11,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import NOTEBOOK_DIR
+from conftest import NOTEBOOK_DIR, load_script
 from torch import nn
 
 from helpers.launch import torchrun
@@ -208,11 +207,7 @@ def test_pipe_manual_script_matches_the_whole_model(tmp_path):
 
 
 def _load_pipe_schedules():
-    spec = importlib.util.spec_from_file_location("pipe_schedules",
-                                                  SCRIPTS / "pipe_schedules.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPTS / "pipe_schedules.py")
 
 
 def test_pipe_schedules_imports_only_torch_and_the_standard_library():
