@@ -45,6 +45,11 @@ _FAILURE = re.compile(r"rank\s*:\s*(\d+) \(local_rank: \d+\)\s*exitcode\s*:\s*(-
 _PY_LIB = re.compile(r"[^\s\"']*/lib/python3\.\d+/(?:site-packages/|dist-packages/)?")
 _CARETS = re.compile(r"^\s*[\^~]+\s*$")
 _FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
+# Workaround, not part of torchrun: by default the rank processes share the
+# rendezvous store, and after a restart a rank can read a key left by the previous
+# attempt and connect to a port nobody listens on (pytorch/pytorch#135712, #167288).
+# Their own store per attempt avoids that.
+_RESTART_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
 
 
 class LaunchError(RuntimeError):
@@ -187,14 +192,17 @@ def _stop(procs: list[subprocess.Popen], tag: str, grace: float = 3.0) -> None:
 
 
 def _command(script: str, args: tuple, nproc: int, nnodes: int, node: int, port: int,
-             log_dir: str) -> list[str]:
+             log_dir: str, max_restarts: int = 0) -> list[str]:
     """Return the argv of one torchrun agent (one "node") on 127.0.0.1."""
     # --tee=3 copies each rank's stdout and stderr to ours, each line prefixed by the
     # template in TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (set in the agent's env).
+    # A job that may restart meets through the c10d rendezvous, as torchrun's docs
+    # advise for fault-tolerant jobs; the static one keeps its store across restarts.
+    meet = ["--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}"] if (
+        max_restarts) else ["--master-addr=127.0.0.1", f"--master-port={port}"]
     return [sys.executable, "-m", "torch.distributed.run",
             f"--nnodes={nnodes}", f"--node-rank={node}", f"--nproc-per-node={nproc}",
-            "--master-addr=127.0.0.1", f"--master-port={port}",
-            "--max-restarts=0", "--monitor-interval=0.1",
+            *meet, f"--max-restarts={max_restarts}", "--monitor-interval=0.1",
             f"--log-dir={log_dir}", "--tee=3",
             script, *map(str, args)]
 
@@ -310,8 +318,9 @@ def _timeout_message(result: LaunchResult, timeout: float, alive: list[int]) -> 
             "(all_reduce, barrier) that another rank never reached." + last)
 
 
-def _launch(script: str, args: tuple, nproc: int, nnodes: int, port: int,
-            timeout: float, threads: int, echo: bool, env: dict | None) -> LaunchResult:
+def _launch(script: str, args: tuple, nproc: int, nnodes: int, max_restarts: int,
+            port: int, timeout: float, threads: int, echo: bool,
+            env: dict | None) -> LaunchResult:
     """Start the agents, stream their ranks' lines, and stop everything at the end."""
     tag = uuid.uuid4().hex[:16]
     run_env = {**os.environ, "OMP_NUM_THREADS": str(threads),
@@ -320,9 +329,9 @@ def _launch(script: str, args: tuple, nproc: int, nnodes: int, port: int,
                # ones read --log-line-prefix-template, so a stray one cannot win.
                "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": _PREFIX,
                "PET_LOG_LINE_PREFIX_TEMPLATE": _PREFIX,
-               **(env or {})}
+               **(_RESTART_ENV if max_restarts else {}), **(env or {})}
     with tempfile.TemporaryDirectory(prefix="torchrun-logs-") as logs:
-        cmds = [_command(script, args, nproc, nnodes, n, port, logs)
+        cmds = [_command(script, args, nproc, nnodes, n, port, logs, max_restarts)
                 for n in range(nnodes)]
         result = LaunchResult([" ".join(c[1:]) for c in cmds], tag)
         lines: queue.Queue = queue.Queue()
@@ -366,13 +375,18 @@ class _PortBusy(LaunchError):
 def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
              nnodes: int = 1, timeout: float = 120.0, threads: int = 1,
              port: int | None = None, echo: bool = True,
-             env: dict[str, str] | None = None) -> LaunchResult:
-    """Run `script` with torchrun on 127.0.0.1, streaming `[rank N]` lines."""
-    if nproc < 1 or nnodes < 1 or timeout <= 0 or threads < 1:
-        raise ValueError("torchrun needs nproc, nnodes, threads >= 1 and timeout > 0")
+             env: dict[str, str] | None = None, max_restarts: int = 0) -> LaunchResult:
+    """Run `script` with torchrun on 127.0.0.1, streaming `[rank N]` lines.
+
+    `max_restarts`: how often torchrun restarts every rank after one fails (its
+    `--max-restarts`); a restarted rank sees TORCHELASTIC_RESTART_COUNT = 1, 2, ...
+    """
+    if nproc < 1 or nnodes < 1 or timeout <= 0 or threads < 1 or max_restarts < 0:
+        raise ValueError("torchrun needs nproc, nnodes, threads >= 1, timeout > 0 "
+                         "and max_restarts >= 0")
     if not Path(script).is_file():
         raise FileNotFoundError(f"no script {str(script)!r} in {Path.cwd().name}/")
-    job = (str(script), script_args, nproc, nnodes)
+    job = (str(script), script_args, nproc, nnodes, max_restarts)
     if port is not None:
         if not _port_is_free(port):
             raise LaunchError(

@@ -36,11 +36,12 @@ def group():
     dist.destroy_process_group()
 
 
-def test_imports_only_torch_and_the_standard_library():
-    lines = SCRIPT.read_text().splitlines()
+@pytest.mark.parametrize("script", ["ddp_train", "ddp_by_hand", "ddp_hang"])
+def test_imports_only_torch_and_the_standard_library(script):
+    lines = (SCRIPT.parent / f"{script}.py").read_text().splitlines()
     imported = {line.split()[1].split(".")[0] for line in lines
                 if line.startswith(("import ", "from "))}
-    others = imported - {"torch"} - set(sys.stdlib_module_names)
+    others = imported - {"torch", "ddp_train"} - set(sys.stdlib_module_names)
     assert not others, f"imports beyond torch and the standard library: {others}"
 
 
@@ -59,6 +60,56 @@ def test_args_have_the_documented_defaults(ddp):
     args = ddp.parse_args([])
     assert (args.fail_rank, args.accum, args.checkpoint, args.tf32) == (
         -1, 1, "build/ddp_checkpoint.pt", "off")
+    assert (args.amp, args.resume, args.val_samples, args.fail_epoch,
+            args.fail_once) == ("off", False, 0, 1, False)
+
+
+def test_evaluate_counts_each_sample_once(ddp, group):
+    """With a 1-process group all_reduce adds nothing: sum the strided shares here."""
+    args = ddp.parse_args(["--val-samples", "101", "--image-size", "8"])
+    torch.manual_seed(0)
+    net = ddp.Net(4)
+    x, y = ddp.make_data(101, 8, args.seed + 1).tensors
+    with torch.no_grad():
+        exact = (net(x).argmax(1) == y).sum().item()
+    for world in (1, 2, 3):
+        shares = [ddp.evaluate(net, args, r, world, torch.device("cpu"))
+                  for r in range(world)]
+        assert [sum(s) for s in zip(*shares, strict=True)] == [exact, 101], shares
+
+
+def test_resume_restores_model_optimizer_and_losses(ddp, tmp_path):
+    torch.manual_seed(0)
+    net = ddp.Net(4)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    net(torch.randn(2, 1, 8, 8)).sum().backward()
+    opt.step()  # momentum buffers now exist
+    path = tmp_path / "ckpt.pt"
+    ddp.save({"model": net.state_dict(), "optimizer": opt.state_dict(), "epoch": 0,
+              "step": 16, "losses": [1.5]}, path)
+    args = ddp.parse_args(["--checkpoint", str(path), "--resume"])
+    fresh = ddp.Net(4)
+    fresh_opt = torch.optim.SGD(fresh.parameters(), lr=0.1, momentum=0.9)
+    said = []
+    start, losses = ddp.resume(args, fresh, fresh_opt, torch.device("cpu"), said.append)
+    assert (start, losses) == (1, [1.5])
+    assert torch.equal(ddp.flat_params(fresh), ddp.flat_params(net))
+    assert fresh_opt.state_dict()["state"].keys() == opt.state_dict()["state"].keys()
+    assert said == [f"resumed from {path} at epoch 2, after step 16"], said
+    path.unlink()
+    assert ddp.resume(args, fresh, fresh_opt, torch.device("cpu"), said.append) == (
+        0, [])
+
+
+def test_bf16_autocast_trains_in_float32_weights(ddp, group):
+    data = ddp.make_data(64, 8, seed=0)
+    torch.manual_seed(0)
+    model = torch.nn.parallel.DistributedDataParallel(ddp.Net(4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    total, _ = ddp.train_epoch(model, DataLoader(data, batch_size=16), opt, 1,
+                               torch.device("cpu"), amp=True)
+    assert torch.isfinite(total).all() and total[1] == 64
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
 
 
 def test_refuses_to_run_without_torchrun(ddp, monkeypatch):
@@ -148,3 +199,44 @@ def test_fail_rank_is_named_by_the_launcher(tmp_path):
         _train(tmp_path, "fail", 2, "--device", "cpu", "--fail-rank", "1")
     assert info.value.rank == 1
     assert "RuntimeError: simulated crash on rank 1 at step 2" in str(info.value)
+
+
+@linux_only
+def test_a_rank_that_fails_once_resumes_to_the_same_weights(tmp_path):
+    """--fail-once under --max-restarts 1, with --resume: as if nothing had failed."""
+    plain, _ = _train(tmp_path, "plain", 2, "--device", "cpu")
+    (tmp_path / "ckpt.pt").unlink()
+    dump = tmp_path / "resumed.pt"
+    result = torchrun(SCRIPT, *TINY, "--device", "cpu", "--checkpoint",
+                      tmp_path / "ckpt.pt", "--resume", "--fail-rank", "1",
+                      "--fail-epoch", "2", "--fail-once", "--dump", dump, nproc=2,
+                      max_restarts=1, echo=False, timeout=180)
+    resumed = torch.load(dump, weights_only=True)
+    assert any("simulated crash on rank 1" in line for line in result.lines(1))
+    assert (resumed["restarts"], resumed["start_epoch"], resumed["start_step"]) == (
+        1, 1, 8), {k: resumed[k] for k in ("restarts", "start_epoch", "start_step")}
+    assert resumed["losses"] == plain["losses"]
+    assert torch.equal(resumed["params"], plain["params"]), "resuming changed weights"
+
+
+@linux_only
+def test_by_hand_averaging_equals_ddp(tmp_path):
+    dump = tmp_path / "hand.pt"
+    torchrun(SCRIPT.parent / "ddp_by_hand.py", "--steps", "3", "--dump", dump,
+             nproc=2, echo=False, timeout=180)
+    res = torch.load(dump, weights_only=True)
+    assert res["max_gap"] == 0 and res["rank_spread"] == 0, res
+    assert res["hand_allreduces"] == res["params"] and res["ddp_allreduces"] == 1, res
+
+
+@linux_only
+def test_the_planted_hang_is_caught_at_once_and_fixed(tmp_path):
+    script = SCRIPT.parent / "ddp_hang.py"
+    with pytest.raises(LaunchError) as info:
+        torchrun(script, "--timeout", "60", nproc=2, echo=False, timeout=50,
+                 env={"TORCH_DISTRIBUTED_DEBUG": "DETAIL"})
+    lines = info.value.result.output
+    said = {r for r, line in lines if "Detected mismatch between collectives" in line}
+    assert said == {0, 1}, lines
+    fixed = torchrun(script, "--fixed", nproc=2, echo=False, timeout=60)
+    assert fixed.lines(0) == ["accuracy 65.6% of 32 samples"], fixed.lines(0)

@@ -257,3 +257,28 @@ def test_tidy_hides_machine_paths(monkeypatch, tmp_path):
 
 def test_launch_pids_of_an_unknown_tag_is_empty():
     assert launch_pids("no-such-launch") == []
+
+
+def test_max_restarts_restarts_every_rank_once(tmp_path):
+    body = ('attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])\n'
+            'print(f"attempt {attempt}", flush=True)\n'
+            'if attempt == 0 and rank == 1:\n    sys.exit("rank 1 fails once")\n'
+            'if attempt == 0:\n    time.sleep(60)\n')
+    result = torchrun(_script(tmp_path, body), tmp_path / "pids", nproc=2,
+                      max_restarts=1, echo=False, timeout=90)
+    assert result.returncodes == [0]
+    assert "--max-restarts=1" in result.commands[0]
+    for rank in range(2):  # both ranks ran twice: torchrun restarts the whole group
+        assert result.lines(rank).count("attempt 1") == 1, result.lines(rank)
+    assert "rank 1 fails once" in result.lines(1)
+    _assert_nothing_left(tmp_path, result.tag)
+
+
+def test_without_restarts_a_failure_ends_the_job(tmp_path):
+    body = 'if rank == 1:\n    sys.exit("rank 1 fails")\ntime.sleep(60)\n'
+    with pytest.raises(LaunchError) as info:
+        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
+    assert info.value.rank == 1
+    assert "--max-restarts=0" in info.value.result.commands[0]
+    with pytest.raises(ValueError):
+        torchrun(_script(tmp_path, ""), max_restarts=-1)

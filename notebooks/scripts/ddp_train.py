@@ -11,6 +11,10 @@ processes works: when --batch-size does not split evenly, it is rounded down to
 a multiple of the processes (and --accum), with a printed note. Lines marked
 `# NEW` are what DDP adds to a single-process training script. Only torch and
 the standard library are used, so you can copy this file into your project.
+
+In practice: `torchrun --max-restarts=1 ... --resume` survives a crashed rank by
+restarting from the last checkpoint; --val-samples evaluates on every rank and
+counts each sample once; --amp bf16 trains under bfloat16 autocast.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel as DDP
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader, Subset, TensorDataset
 from torch.utils.data.distributed import DistributedSampler
 
 WARMUP_STEPS = 2  # the first optimizer steps are not timed (allocation, caches)
@@ -59,16 +63,30 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tf32", choices=["off", "on"], default="off",
                    help="TF32 for float32 matmuls and cuDNN convolutions on GPUs "
                         "(sets both allow_tf32 flags; no effect on the CPU)")
+    p.add_argument("--amp", choices=["off", "bf16"], default="off",
+                   help="bf16: run forward and loss under torch.autocast in bfloat16 "
+                        "(CPU and GPU); weights, gradients and optimizer stay float32")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoint", default="build/ddp_checkpoint.pt",
                    help="where rank 0 saves the model after each epoch")
+    p.add_argument("--resume", action="store_true",
+                   help="continue from --checkpoint if it exists (after a restart)")
+    p.add_argument("--val-samples", type=int, default=0,
+                   help="after training, evaluate on this many new samples, split "
+                        "over the ranks, each counted once")
     p.add_argument("--dump", default=None,
                    help="rank 0 saves every rank's final weights, losses and timing")
     p.add_argument("--fail-rank", type=int, default=-1,
                    help="make this rank crash at step 2 (to see how a job fails)")
+    p.add_argument("--fail-epoch", type=int, default=1,
+                   help="the epoch (from 1) in which --fail-rank crashes")
+    p.add_argument("--fail-once", action="store_true",
+                   help="crash only in the first attempt, not after torchrun restarts")
     args = p.parse_args(argv)
-    if min(args.epochs, args.batch_size, args.samples, args.accum, args.threads) < 1:
-        p.error("--epochs, --batch-size, --samples, --accum and --threads must be >= 1")
+    if min(args.epochs, args.batch_size, args.samples, args.accum, args.threads,
+           args.fail_epoch) < 1 or args.val_samples < 0:
+        p.error("--epochs, --batch-size, --samples, --accum, --threads and "
+                "--fail-epoch must be >= 1, --val-samples >= 0")
     return args
 
 
@@ -144,12 +162,12 @@ def clock(device: torch.device) -> float:
 
 
 def train_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optimizer,
-                accum: int, device: torch.device,
-                fail: bool = False) -> tuple[torch.Tensor, list[float]]:
+                accum: int, device: torch.device, fail: bool = False,
+                amp: bool = False) -> tuple[torch.Tensor, list[float]]:
     """Train one epoch; return [summed loss, samples] and each step's milliseconds.
 
     A step accumulates `accum` micro-batches; the epoch's last step takes what is
-    left, so no gradient leaks into the next epoch.
+    left, so no gradient leaks into the next epoch. `amp`: bf16 autocast.
     """
     total = torch.zeros(2, device=device)  # summed loss, samples
     step_ms, n, t = [], len(loader), clock(device)
@@ -160,7 +178,8 @@ def train_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optimizer
         last = i == first + parts - 1
         sync = contextlib.nullcontext() if last else model.no_sync()  # NEW
         with sync:  # NEW: all-reduce only on the last micro-batch of a step
-            loss = nn.functional.cross_entropy(model(x), y)
+            with torch.autocast(device.type, torch.bfloat16, enabled=amp):
+                loss = nn.functional.cross_entropy(model(x), y).float()
             (loss / parts).backward()  # DDP all-reduces the gradients here
         total[0] += loss.detach() * len(y)
         total[1] += len(y)
@@ -172,7 +191,8 @@ def train_epoch(model: nn.Module, loader: DataLoader, opt: torch.optim.Optimizer
         step_ms.append(1e3 * (now - t))
         t = now
         if fail and len(step_ms) == 2:
-            raise RuntimeError(f"simulated crash on rank {dist.get_rank()} at step 2")
+            raise RuntimeError(f"simulated crash on rank {dist.get_rank()} at step 2 "
+                               "of this epoch")
     return total, step_ms
 
 
@@ -203,26 +223,74 @@ def main(argv: list[str] | None = None) -> None:
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
     steps = math.ceil(len(loader) / args.accum)
     log(f"{world} process(es), {dist.get_backend()} on {device.type}, "  # NEW
-        f"{args.threads} thread(s) each, TF32 {args.tf32}, {micro * args.accum} "
-        f"samples per rank and step, {steps} steps per epoch")
-    losses, step_ms = [], []
-    for epoch in range(args.epochs):
+        f"{args.threads} thread(s) each, TF32 {args.tf32}, AMP {args.amp}, "
+        f"{micro * args.accum} samples per rank and step, {steps} steps per epoch")
+    start, losses, step_ms = 0, [], []
+    if args.resume:  # after a crash: continue from the last checkpoint
+        start, losses = resume(args, model.module, opt, device, log)
+    for epoch in range(start, args.epochs):
         sampler.set_epoch(epoch)  # NEW: a different shuffle every epoch
-        fail = epoch == 0 and rank == args.fail_rank
-        total, ms = train_epoch(model, loader, opt, args.accum, device, fail)
+        fail = rank == args.fail_rank and epoch + 1 == args.fail_epoch and not (
+            args.fail_once and attempt() > 0)
+        total, ms = train_epoch(model, loader, opt, args.accum, device, fail,
+                                amp=args.amp == "bf16")
         step_ms += ms
         dist.all_reduce(total)  # NEW: the loss over all ranks' samples
         losses.append((total[0] / total[1]).item())
         log(f"epoch {epoch + 1}/{args.epochs}: mean loss {losses[-1]:.4f}")
         if rank == 0:  # NEW: one process writes the checkpoint
-            save(model.module.state_dict(), opt, epoch, Path(args.checkpoint))
+            save({"model": model.module.state_dict(), "optimizer": opt.state_dict(),
+                  "epoch": epoch, "step": (epoch + 1) * steps, "losses": losses},
+                 Path(args.checkpoint))
             log(f"saved {args.checkpoint}")
         dist.barrier()  # NEW: nobody reads the checkpoint before it is complete
     timed = step_ms[WARMUP_STEPS:]  # training steps only: no checkpoint, no barrier
     median = statistics.median(timed) if timed else float("nan")
     log(f"{len(timed)} timed steps: median {median:.1f} ms per step")
-    report(model, args, losses, timed, device)
+    val = None
+    if args.val_samples:  # on every rank: evaluate calls a collective
+        val = evaluate(model.module, args, rank, world, device)
+        log(f"validation: {val[0]}/{val[1]} right ({val[0] / val[1]:.1%}), "
+            "each sample counted once")
+    report(model, args, losses, timed, device,
+           {"start_epoch": start, "start_step": start * steps, "val": val})
     leave_group()  # NEW
+
+
+def attempt() -> int:
+    """Return how often torchrun has restarted this job (0 on the first attempt)."""
+    return int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+
+
+def resume(args: argparse.Namespace, net: nn.Module, opt: torch.optim.Optimizer,
+           device: torch.device, log) -> tuple[int, list[float]]:
+    """Load --checkpoint if it exists; return the epoch to start from and the losses."""
+    path = Path(args.checkpoint)
+    if attempt():
+        log(f"attempt {attempt() + 1}: torchrun restarted every rank")
+    if not path.is_file():
+        log(f"no checkpoint at {path}: starting from scratch")
+        return 0, []
+    ckpt = torch.load(path, map_location=device, weights_only=True)
+    net.load_state_dict(ckpt["model"])  # every rank reads the same file: still equal
+    opt.load_state_dict(ckpt["optimizer"])  # momentum too, or the next steps differ
+    log(f"resumed from {path} at epoch {ckpt['epoch'] + 2}, after step {ckpt['step']}")
+    return ckpt["epoch"] + 1, list(ckpt["losses"])
+
+
+def evaluate(net: nn.Module, args: argparse.Namespace, rank: int, world: int,
+             device: torch.device) -> tuple[int, int]:
+    """Return (right, counted) over all ranks: each new sample is counted once."""
+    data = make_data(args.val_samples, args.image_size, args.seed + 1)  # unseen
+    mine = range(rank, len(data), world)  # NEW: no padding; shares may differ by one
+    counts = torch.zeros(2, device=device)  # right, counted
+    with torch.no_grad():  # net is model.module: DDP's forward may communicate
+        for x, y in DataLoader(Subset(data, mine), batch_size=256):
+            x, y = x.to(device), y.to(device)
+            counts[0] += (net(x).argmax(1) == y).sum()
+            counts[1] += len(y)
+    dist.all_reduce(counts)  # NEW: one collective on every rank, whatever its share
+    return int(counts[0]), int(counts[1])
 
 
 def leave_group() -> None:  # NEW
@@ -241,11 +309,11 @@ def pause_at_exit() -> None:
     time.sleep(0.2)
 
 
-def save(state: dict, opt: torch.optim.Optimizer, epoch: int, path: Path) -> None:
+def save(checkpoint: dict, path: Path) -> None:
     """Write a checkpoint atomically: to a temporary file, then rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    torch.save({"model": state, "optimizer": opt.state_dict(), "epoch": epoch}, tmp)
+    torch.save(checkpoint, tmp)
     tmp.replace(path)
 
 
@@ -260,7 +328,7 @@ def time_all_reduce(buffer: torch.Tensor, repeats: int = 20) -> float:
 
 
 def report(model: nn.Module, args: argparse.Namespace, losses: list[float],
-           step_ms: list[float], device: torch.device) -> None:
+           step_ms: list[float], device: torch.device, extra: dict) -> None:
     """Gather every rank's weights on rank 0, check them, and optionally save them."""
     mine = flat_params(model)
     allreduce_ms = time_all_reduce(mine.clone())
@@ -282,7 +350,8 @@ def report(model: nn.Module, args: argparse.Namespace, losses: list[float],
                     "steps": len(step_ms), "allreduce_ms": allreduce_ms,
                     "world_size": dist.get_world_size(), "threads": args.threads,
                     "tf32": args.tf32, "backend": dist.get_backend(),
-                    "device": device.type}, args.dump)
+                    "device": device.type, "amp": args.amp, "restarts": attempt(),
+                    **extra}, args.dump)
 
 
 if __name__ == "__main__":

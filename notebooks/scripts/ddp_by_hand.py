@@ -1,0 +1,98 @@
+"""Average gradients by hand with all_reduce, then let DDP do it: the same training.
+
+    torchrun --nproc-per-node=2 ddp_by_hand.py
+
+Each rank trains two copies of ddp_train.py's model from one start, on its share of
+every global batch. The first copy averages its gradients itself, one all-reduce
+per parameter tensor after `backward`: what DDP automates. The second is wrapped in
+DDP, which packs the gradients into buckets and all-reduces each bucket while
+`backward` still runs. Rank 0 reports how far apart the copies end, on every rank,
+and how many all-reduces each made per step; --dump saves that for a notebook.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import os
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from ddp_train import Net, flat_params, make_data, pause_at_exit
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+from torch.nn import functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def average_gradients(model: torch.nn.Module, world: int) -> int:
+    """Replace every gradient by its mean over the ranks; return the all-reduces."""
+    calls = 0
+    for p in model.parameters():
+        dist.all_reduce(p.grad)  # the sum over all ranks, in place, on every rank
+        p.grad /= world  # the mean, as if one process had seen the whole batch
+        calls += 1
+    return calls
+
+
+def train(model: torch.nn.Module, batches: list, by_hand: bool, world: int,
+          lr: float) -> int:
+    """Take one SGD step per batch; return the all-reduces made by hand."""
+    opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    calls = 0
+    for x, y in batches:
+        F.cross_entropy(model(x), y).backward()  # DDP all-reduces in here
+        if by_hand:
+            calls += average_gradients(model, world)  # we do it after backward
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+    return calls
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--batch-size", type=int, default=64, help="global batch")
+    p.add_argument("--dump", default=None, help="rank 0 saves the results here")
+    args = p.parse_args()
+    torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    dist.init_process_group("gloo")  # torchrun set RANK, WORLD_SIZE, MASTER_*
+    atexit.register(pause_at_exit)  # workaround for a gloo shutdown race
+    rank, world = dist.get_rank(), dist.get_world_size()
+    x, y = make_data(args.steps * args.batch_size, 16, seed=0).tensors
+    batches = [(xb[rank::world], yb[rank::world])  # this rank's share of each batch
+               for xb, yb in zip(x.split(args.batch_size), y.split(args.batch_size),
+                                 strict=True)]
+    torch.manual_seed(0)
+    by_hand, wrapped = Net(16), Net(16)
+    wrapped.load_state_dict(by_hand.state_dict())  # one start for both
+    hand_calls = train(by_hand, batches, True, world, lr=0.1)
+    ddp = DDP(wrapped)
+    ddp_calls = []
+    ddp.register_comm_hook(None, lambda state, bucket: (
+        ddp_calls.append(bucket.buffer().numel()) or allreduce_hook(state, bucket)))
+    train(ddp, batches, False, world, lr=0.1)
+    gap = (flat_params(by_hand) - flat_params(wrapped)).abs().max()
+    dist.all_reduce(gap, op=dist.ReduceOp.MAX)  # the largest gap on any rank
+    mine = flat_params(wrapped)
+    every = [torch.empty_like(mine) for _ in range(world)]
+    dist.all_gather(every, mine)
+    spread = max((w - every[0]).abs().max().item() for w in every)
+    result = {"world_size": world, "steps": args.steps, "max_gap": gap.item(),
+              "rank_spread": spread, "hand_allreduces": hand_calls / args.steps,
+              "ddp_allreduces": len(ddp_calls) / args.steps,
+              "params": sum(1 for _ in by_hand.parameters())}
+    if rank == 0:
+        print(f"{world} ranks, {args.steps} steps: by hand "
+              f"{result['hand_allreduces']:g} all-reduces per step (one per "
+              f"parameter tensor), DDP {result['ddp_allreduces']:g} (its buckets)")
+        print(f"by hand vs DDP: max |difference| {result['max_gap']:.1e} over all "
+              f"ranks; DDP's copies on the ranks differ by {spread:.1e}")
+        if args.dump:
+            torch.save(result, Path(args.dump))
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
