@@ -1,6 +1,6 @@
 """Pipelined vs naive two-stage ResNet-14 on 2 CPU processes with 1 thread each.
 
-Runs notebooks/scripts/pipe_manual.py, the sweep of notebook 09, with a larger batch:
+Runs notebooks/scripts/pipe_manual.py, the sweep of notebook 11, with a larger batch:
 3 rounds over all split sizes (interleaved, so drifting load hits them alike), each a
 median of 3 steps; a split size's time is the median of its rounds. The speed-up is
 the naive split's time over the best pipelined one, same model and batch. With two

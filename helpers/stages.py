@@ -1,6 +1,6 @@
 """Split a ResNet into two stages, pipeline micro-batches between them, draw timelines.
 
-Used by notebooks 08 (model parallel) and 09 (pipeline parallel) and their scripts.
+Used by notebooks 10 (model parallel) and 11 (pipeline parallel) and their scripts.
 Nothing here touches CUDA or picks a device at import time.
 """
 
@@ -28,6 +28,7 @@ __all__ = [
     "TwoStageResNet",
     "bubble_fraction",
     "cut_shape",
+    "gather_events",
     "idle_fraction",
     "join_as_stage",
     "leave_group",
@@ -36,7 +37,7 @@ __all__ = [
     "overlap_time",
     "pipeline_step",
     "plot_timeline",
-    "recorded_step",
+    "shared_clock",
     "split_stages",
     "stage_parser",
     "training_memory",
@@ -53,8 +54,8 @@ def make_resnet(num_classes: int = 10, norm: str = "batch", seed: int = 0) -> Re
     torch.manual_seed(seed)
     layer = None if norm == "batch" else partial(nn.GroupNorm, 8)  # 8 groups
     model = resnet18(weights=None, num_classes=num_classes, norm_layer=layer)
-    # layer4 holds 8.4 M of resnet18's 11.2 M parameters but sees only 2x2 pixels of
-    # a 64x64 image: without it CPU runs are fast and the two stages balanced
+    # layer4 holds 8.4 M of resnet18's 11.2 M parameters but sees only 1/32 of the
+    # image's side (2x2 pixels of a 64x64 image): without it CPU runs are fast
     model.layer4 = nn.Identity()
     model.fc = nn.Linear(256, num_classes)
     return model
@@ -178,16 +179,18 @@ def join_as_stage(args: argparse.Namespace, norm: str = "batch"
     return rank, model, stage, x, y
 
 
-def recorded_step(stage: nn.Module, rank: int, x: torch.Tensor, y: torch.Tensor,
-                  split_size: int, act_shape: Sequence[int]
-                  ) -> tuple[list[Event], torch.Tensor | None]:
-    """Run one `pipeline_step` on a shared clock; return both ranks' events, logits."""
+def shared_clock() -> float:
+    """Return rank 0's `time.perf_counter()`, sent to every rank: a common start."""
     t0 = [time.perf_counter()]  # perf_counter is one system-wide clock (Linux, macOS,
-    dist.broadcast_object_list(t0, src=0)  # Windows): both ranks use rank 0's start
-    events, logits = pipeline_step(stage, rank, x, y, split_size, act_shape, t0=t0[0])
-    both: list = [None, None]
-    dist.all_gather_object(both, events)
-    return both[0] + both[1], logits
+    dist.broadcast_object_list(t0, src=0)  # Windows), so both ranks can use rank 0's
+    return t0[0]
+
+
+def gather_events(events: Sequence[Event]) -> list[Event]:
+    """Return every rank's events, rank 0's first (all ranks must call it)."""
+    every: list = [None] * dist.get_world_size()
+    dist.all_gather_object(every, list(events))
+    return [event for rank_events in every for event in rank_events]
 
 
 def bubble_fraction(stages: int, micro_batches: int) -> float:

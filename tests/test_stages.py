@@ -1,4 +1,4 @@
-"""Tests of helpers.stages and of the scripts that notebooks 08 and 09 launch."""
+"""Tests of helpers.stages and of the scripts that notebooks 10 and 11 launch."""
 
 from __future__ import annotations
 
@@ -192,10 +192,13 @@ def test_mp_script_matches_the_whole_model(tmp_path):
 
 @linux_only
 def test_pipe_manual_script_matches_the_whole_model(tmp_path):
+    # --schedules: the same launch then runs pipe_schedules.py's check_and_time
     torchrun(SCRIPTS / "pipe_manual.py", "--out", tmp_path, *TINY, "--splits", "6,2",
-             "--check-split", "4", echo=False, timeout=120)
+             "--check-split", "4", "--rounds", "2", "--schedules", "3", echo=False,
+             timeout=120)
     result = json.loads((tmp_path / "pipe.json").read_text())
     assert sorted(result) == ["2", "6"]
+    assert all(len(r["runs"]) == 2 for r in result.values()), result  # 2 rounds
     assert sum(e[1] == "F" for e in result["2"]["events"]) == 2 * 3  # 2 stages, m=3
     x, y = _batch()
     whole = make_resnet(norm="group")
@@ -204,6 +207,7 @@ def test_pipe_manual_script_matches_the_whole_model(tmp_path):
     assert max_rel_diff(got, ref) < 1e-4
     logits = torch.load(tmp_path / "stage1.pt", weights_only=True)["logits"]
     torch.testing.assert_close(logits, whole(x), rtol=1e-4, atol=1e-5)
+    _assert_schedules_match(tmp_path, checked=6)  # 2 images per micro-batch
 
 
 def _load_pipe_schedules():
@@ -227,25 +231,29 @@ def test_pipe_schedules_model_has_our_resnet14_shapes():
     assert got == [p.shape for p in make_resnet(norm="group").parameters()]
 
 
-@linux_only
-def test_pipe_schedules_script_matches_the_whole_model(tmp_path):
-    run = torchrun(SCRIPTS / "pipe_schedules.py", "--out", tmp_path, *TINY,
-                   "--chunks", "3", echo=False, timeout=120)
-    # --device auto: nccl with a GPU per stage where there are two, else gloo
-    backend = "nccl" if torch.cuda.device_count() >= 2 else "gloo"
-    assert any(line.startswith(backend) for line in run.lines(0)), run.lines(0)
-    timings = json.loads((tmp_path / "schedules.json").read_text())
+def _assert_schedules_match(out, checked: int):
+    timings = json.loads((out / "schedules.json").read_text())
     assert set(timings) == {"GPipe", "1F1B"}
-    x, y = _batch()
+    x, y = (t[:checked] for t in _batch())  # the float64 check: the first images
     whole = nn.Sequential(*_load_pipe_schedules().make_stages()).double()
     ref = _grads(whole, x.double(), y)
     for name in ("GPipe", "1F1B"):
-        saved = [torch.load(tmp_path / f"{name}_stage{r}.pt", weights_only=True)
+        saved = [torch.load(out / f"{name}_stage{r}.pt", weights_only=True)
                  for r in (0, 1)]
         diff = max_rel_diff(saved[0]["grads"] + saved[1]["grads"], ref)
         assert diff < 1e-4, f"{name}: gradients differ by {diff:.1e} > 1e-4 (float64)"
         diff = max_rel_diff([saved[1]["logits"]], [whole(x.double())])
         assert diff < 1e-4, f"{name}: logits differ by {diff:.1e} > 1e-4 (float64)"
+
+
+@linux_only
+def test_pipe_schedules_script_matches_the_whole_model(tmp_path):
+    run = torchrun(SCRIPTS / "pipe_schedules.py", "--out", tmp_path, *TINY,
+                   "--chunks", "2", echo=False, timeout=120)
+    # --device auto: nccl with a GPU per stage where there are two, else gloo
+    backend = "nccl" if torch.cuda.device_count() >= 2 else "gloo"
+    assert any(line.startswith(backend) for line in run.lines(0)), run.lines(0)
+    _assert_schedules_match(tmp_path, checked=4)  # 2 images per micro-batch, of 6
 
 
 def test_stage_parser_has_the_shared_options(monkeypatch):

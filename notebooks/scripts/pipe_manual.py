@@ -4,8 +4,10 @@ Launch with two processes, e.g. `torchrun --nproc-per-node=2 pipe_manual.py --ou
 Rank 0 owns stage 1 of a ResNet-14, rank 1 owns stage 2 and the loss. The batch is
 cut into micro-batches of `split_size` images; while rank 1 works on one, rank 0
 already computes the next. Writes, for each split size, the median step time (over
-`--rounds` rounds of `--repeats` steps) and one recorded timeline to D/pipe.json, and
-one checked step's gradients and logits to D/stage{rank}.pt.
+`--rounds` rounds of `--repeats` steps) and the last step's timeline to D/pipe.json,
+and one checked step's gradients and logits to D/stage{rank}.pt. With
+`--schedules CHUNKS` the same two processes then run pipe_schedules.py's GPipe and
+1F1B on the same batch (its D/schedules.json), timed under the same conditions.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ import torch
 
 from helpers.stages import (
     cut_shape,
+    gather_events,
     join_as_stage,
     leave_group,
     pipeline_step,
-    recorded_step,
+    shared_clock,
     stage_parser,
 )
 from helpers.timing import benchmark
@@ -33,8 +36,10 @@ def parse_args() -> argparse.Namespace:
     p = stage_parser(__doc__)
     p.add_argument("--splits", default="32,16,8,4,2", help="split sizes to time")
     p.add_argument("--check-split", type=int, default=8, help="split size to check")
-    p.add_argument("--repeats", type=int, default=3, help="timed steps per round")
-    p.add_argument("--rounds", type=int, default=1, help="rounds over all split sizes")
+    p.add_argument("--repeats", type=int, default=1, help="timed steps per round")
+    p.add_argument("--rounds", type=int, default=3, help="rounds over all split sizes")
+    p.add_argument("--schedules", type=int, default=0, metavar="CHUNKS",
+                   help="then run pipe_schedules.py with CHUNKS micro-batches (0: no)")
     return p.parse_args()
 
 
@@ -51,22 +56,29 @@ def main() -> None:
 
     splits = [int(s) for s in args.splits.split(",")]
     runs = {split: [] for split in splits}
+    t0, events = shared_clock(), {}  # both ranks time their events from rank 0's t0
     for round_ in range(args.rounds):  # interleave the split sizes: fair under load
         for split in splits:
-            def step(split=split) -> None:
-                pipeline_step(stage, rank, x, y, split, act_shape)
+            def step(split=split) -> None:  # keeps the last step's timeline
+                events[split], _ = pipeline_step(stage, rank, x, y, split, act_shape,
+                                                 t0=t0)
 
             t = benchmark(step, warmup=int(round_ == 0), repeats=args.repeats)
             runs[split].append(t.median)
     results = {}
     for split in splits:
-        events, _ = recorded_step(stage, rank, x, y, split, act_shape)
         median = statistics.median(runs[split])
-        results[split] = {"median": median, "runs": runs[split], "events": events}
+        results[split] = {"median": median, "runs": runs[split],
+                          "events": gather_events(events[split])}
         if rank == 0:
             print(f"split_size {split:3d}: {median * 1e3:5.0f} ms/step")
     if rank == 0:
         (Path(args.out) / "pipe.json").write_text(json.dumps(results))
+    if args.schedules:  # the standalone script beside this one, on the same batch
+        import pipe_schedules
+
+        pipe_schedules.check_and_time(Path(args.out), x, y, args.schedules,
+                                      repeats=3, device=torch.device("cpu"))
     leave_group()
 
 

@@ -6,11 +6,12 @@ Every rank builds the same seeded model and keeps one stage of it, wrapped in a
 `PipelineStage`; a schedule cuts each batch into `--chunks` micro-batches and runs
 the forwards, the backwards and the sends and receives between the ranks in its own
 order. With `--device auto` and one GPU per rank it uses nccl, otherwise gloo on the
-CPU (`--device cpu` forces that). For each schedule it runs one float64 step from
-zero gradients and saves its gradients and logits to D/{schedule}_stage{rank}.pt, to
-check against the unsplit model; then it times float32 steps and writes the medians
-to D/schedules.json. Only torch and the standard library are used, so you can copy
-this file into your project.
+CPU (`--device cpu` forces that). For each schedule `check_and_time` runs one float64
+step from zero gradients on the batch's first 2 images per micro-batch and saves its
+gradients and logits to D/{schedule}_stage{rank}.pt, to check against the unsplit
+model; then it times float32 steps on the whole batch and writes the medians to
+D/schedules.json. Only torch and the standard library are used, so you can copy this
+file into your project.
 """
 
 from __future__ import annotations
@@ -137,33 +138,40 @@ def median_seconds(step: Callable[[], object], device: torch.device,
     return statistics.median(times)
 
 
-def main() -> None:
-    """Check each schedule in float64, then time it in float32."""
-    args = parse_args()
-    device = join(args)
+def check_and_time(out: Path, x: torch.Tensor, y: torch.Tensor, chunks: int,
+                   repeats: int, device: torch.device) -> dict[str, float]:
+    """Check each schedule in float64, then time it in float32; return the medians."""
     rank = dist.get_rank()
     module = make_stages()[rank].to(device)  # same seed: both stages of one model
-    torch.manual_seed(1)
-    x = torch.randn(args.batch, 3, args.image, args.image)  # synthetic images
-    y = torch.randint(0, 10, (args.batch,))
     x, y = x.to(device), y.to(device)
-
+    xc, yc = x[:2 * chunks].double(), y[:2 * chunks]  # float64 is slow: 2 per chunk
     for name, schedule_cls in SCHEDULES.items():  # float64: a check free of rounding
         module.double().zero_grad()
-        out = make_step(schedule_cls, module, device, args.chunks, x.double(), y)()
+        logits = make_step(schedule_cls, module, device, chunks, xc, yc)()
         torch.save({"grads": [p.grad.cpu() for p in module.parameters()],
-                    "logits": None if out is None else out.cpu()},
-                   Path(args.out) / f"{name}_stage{rank}.pt")
+                    "logits": None if logits is None else logits.cpu()},
+                   out / f"{name}_stage{rank}.pt")
     module.float()
     timings = {}
     for name, schedule_cls in SCHEDULES.items():
-        step = make_step(schedule_cls, module, device, args.chunks, x, y)
-        timings[name] = median_seconds(step, device, args.repeats)
+        step = make_step(schedule_cls, module, device, chunks, x, y)
+        timings[name] = median_seconds(step, device, repeats)
         if rank == 0:
-            print(f"{name:5s} with {args.chunks} micro-batches: "
+            print(f"{name:5s} with {chunks} micro-batches: "
                   f"{timings[name] * 1e3:.0f} ms/step")
     if rank == 0:
-        (Path(args.out) / "schedules.json").write_text(json.dumps(timings))
+        (out / "schedules.json").write_text(json.dumps(timings))
+    return timings
+
+
+def main() -> None:
+    """Join the group, check and time both schedules on one batch, leave."""
+    args = parse_args()
+    device = join(args)
+    torch.manual_seed(1)
+    x = torch.randn(args.batch, 3, args.image, args.image)  # synthetic images
+    y = torch.randint(0, 10, (args.batch,))
+    check_and_time(Path(args.out), x, y, args.chunks, args.repeats, device)
     dist.barrier()  # nobody leaves while the other rank still communicates
     dist.destroy_process_group()
     if device.type == "cpu":
