@@ -1,4 +1,4 @@
-"""Tests of notebooks/scripts/fsdp_train.py and tp_mlp.py: parts, then real runs."""
+"""Tests of notebooks/scripts/fsdp_train.py: its parts, then one real launch."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import warnings
 import pytest
 import torch
 import torch.distributed.checkpoint as dcp
-from conftest import NOTEBOOK_DIR, ROOT, load_script
+from conftest import NOTEBOOK_DIR, load_script
 
 from helpers.launch import torchrun
 
@@ -57,9 +57,11 @@ def test_memory_counts_16_bytes_per_parameter_with_adam(fsdp):
 
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory):
+    """One launch, two worlds: 2 ranks compare, save and try TP; 1 rank reloads."""
     out = tmp_path_factory.mktemp("fsdp")
-    torchrun(SCRIPT, *TINY, "--out", out, "--steps", 2, "--timed", 1,
-             "--save-checkpoint", out / "ckpt", nproc=2, echo=False, timeout=120)
+    torchrun(SCRIPT, *TINY, "--out", out, "--steps", 2, "--timed", 1, "--worlds",
+             "2,1", "--tp", "--save-checkpoint", out / "ckpt", nproc=2, echo=False,
+             timeout=120)
     return out, json.loads((out / "fsdp_w2.json").read_text())
 
 
@@ -83,10 +85,16 @@ def test_fsdp_equals_one_process_and_ddp(two_ranks):
     assert result["float32"]["fsdp"]["max_diff_single"] <= 1e-5, result["float32"]
 
 
+def test_a_world_of_one_holds_everything(two_ranks):
+    out, _ = two_ranks
+    one = json.loads((out / "fsdp_w1.json").read_text())
+    assert one["shard"]["local_shapes"] == [one["shard"]["shape"]], one["shard"]
+    mem = one["float32"]
+    assert mem["fsdp"]["memory"] == mem["ddp"]["memory"], mem
+
+
 def test_checkpoint_reloads_under_another_world_size(two_ranks, fsdp):
     out, _ = two_ranks
-    torchrun(SCRIPT, *TINY, "--out", out, "--steps", 1, "--timed", 0, "--skip-check",
-             "--load-checkpoint", out / "ckpt", nproc=1, echo=False, timeout=120)
     saved = torch.load(out / "saved_w2.pt", weights_only=True)
     loaded = torch.load(out / "loaded_w1.pt", weights_only=True)
     assert saved.keys() == loaded.keys()
@@ -99,10 +107,12 @@ def test_checkpoint_reloads_under_another_world_size(two_ranks, fsdp):
     assert all(torch.equal(state["model"][k], saved[k]) for k in saved)
 
 
-def test_tensor_parallel_mlp_equals_the_unsplit_one(tmp_path):
-    torchrun(ROOT / "notebooks" / "scripts" / "tp_mlp.py", "--out", tmp_path,
-             nproc=2, echo=False, timeout=120)
-    result = json.loads((tmp_path / "tp.json").read_text())
+def test_tensor_parallel_blocks_equal_the_unsplit_ones(two_ranks):
+    out, _ = two_ranks
+    result = json.loads((out / "tp.json").read_text())
     assert result["out_diff"] <= 1e-12 and result["grad_diff"] <= 1e-12, result
-    assert result["forward"] == {"all_reduce": 1} == result["backward"]
-    assert result["shapes"]["layer1.weight"] == [[16, 10], [8, 10]]
+    blocks = result["blocks"]  # one all-reduce per block each way
+    assert result["forward"] == {"all_reduce": blocks} == result["backward"], result
+    assert result["shapes"]["up.weight"] == [[128, 32], [64, 32]], result["shapes"]
+    assert result["shapes"]["down.weight"] == [[32, 128], [32, 64]], result["shapes"]
+    assert result["forward_elements"] == 8 * 32, result

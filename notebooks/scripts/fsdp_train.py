@@ -13,14 +13,19 @@ DDP and (on rank 0) one process alone. It checks that all three end with the sam
 weights, in float64 and float32, measures each rank's bytes of parameters, gradients
 and Adam state, times the steps, and writes everything to OUT/fsdp_w{world}.json.
 `--save-checkpoint D` writes a sharded checkpoint (torch.distributed.checkpoint);
-`--load-checkpoint D` reads one written by any number of ranks. With one GPU per
-process it uses nccl, otherwise gloo on the CPU. Only torch and the standard library
-are used, so you can copy this file into your project.
+`--load-checkpoint D` reads one written by any number of ranks. `--worlds 2,4` runs
+one launch as several world sizes in turn: the first 2 ranks train, compare and save
+as a world of 2 while the others wait, then all 4 measure one step and reload the
+checkpoint (each start of torch costs seconds). `--tp` also splits every block with
+tensor parallelism on the first world and checks it against the unsplit model. With
+one GPU per process it uses nccl, otherwise gloo on the CPU. Only torch and the
+standard library are used, so you can copy this file into your project.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import statistics
@@ -31,8 +36,14 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch import nn
-from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor
+from torch.distributed.tensor.debug import CommDebugMode
+from torch.distributed.tensor.parallel import (
+    ColwiseParallel,
+    RowwiseParallel,
+    parallelize_module,
+)
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 try:  # the public home since torch 2.6
@@ -58,6 +69,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="skip the float64 run that proves the equality")
     p.add_argument("--save-checkpoint", default=None, help="write a sharded checkpoint")
     p.add_argument("--load-checkpoint", default=None, help="read a sharded checkpoint")
+    p.add_argument("--worlds", default=None,
+                   help="world sizes to run in turn on the first ranks, e.g. 2,4: the "
+                        "first compares (and saves), the others measure one step (and "
+                        "reload the checkpoint); default: all ranks once")
+    p.add_argument("--tp", action="store_true",
+                   help="also try tensor parallelism on the first world (tp.json)")
     p.add_argument("--threads", type=int,
                    default=int(os.environ.get("OMP_NUM_THREADS", "1")),
                    help="CPU threads per process")
@@ -199,11 +216,12 @@ def gathered_bytes(model: nn.Module) -> list[int]:
 def compare(args, dtype, device, rank, world, mesh, steps: int,
             timed: int = 0, variants: bool = False) -> tuple[dict, dict]:
     """Train FSDP2, DDP and (rank 0) one process alike; return results, models."""
+    group = mesh.get_group()  # these ranks' process group
     runs = {"fsdp": Trainer(shard(build(args, dtype, device), mesh), args, dtype,
                             device, rank, world),
             "ddp": Trainer(DDP(build(args, dtype, device), device_ids=(
-                [device.index] if device.type == "cuda" else None)),
-                args, dtype, device, rank, world)}
+                [device.index] if device.type == "cuda" else None),
+                process_group=group), args, dtype, device, rank, world)}
     if variants:
         runs["fsdp_keep"] = Trainer(shard(build(args, dtype, device), mesh,
                                           reshard_after_forward=False),  # NEW
@@ -217,7 +235,7 @@ def compare(args, dtype, device, rank, world, mesh, steps: int,
                     for name in ("fsdp", "fsdp_bf16")}
     for i in range(steps + timed):  # alternate the models: load hits them alike
         for run in runs.values():
-            dist.barrier()  # every rank starts each step together
+            dist.barrier(group)  # every rank starts each step together
             run.step(timed=i >= steps)
     res: dict = {name: {"memory": memory(r.model, r.opt),
                         "held_after_forward": r.held_after_forward,
@@ -263,11 +281,11 @@ def setup(device: str) -> tuple[int, int, torch.device]:
     return rank, world, dev
 
 
-def describe(model: Net, rank: int) -> dict:
+def describe(model: Net, rank: int, mesh) -> dict:
     """Print how the first block's weight is split: placements and local shapes."""
     w = model.blocks[0].up.weight
-    shapes: list = [None] * dist.get_world_size()
-    dist.all_gather_object(shapes, tuple(w.to_local().shape))
+    shapes: list = [None] * mesh.size()
+    dist.all_gather_object(shapes, tuple(w.to_local().shape), group=mesh.get_group())
     if rank == 0:
         print(f"blocks[0].up.weight: {type(w).__name__}, global shape "
               f"{tuple(w.shape)}, placements {w.placements}")
@@ -276,53 +294,117 @@ def describe(model: Net, rank: int) -> dict:
             "shape": list(w.shape), "local_shapes": [list(s) for s in shapes]}
 
 
-def checkpoint(args, model: Net, device: torch.device, rank: int, mesh,
-               out: Path) -> None:
+def checkpoint(path: str, save: bool, model: Net, args, device: torch.device,
+               rank: int, mesh, out: Path) -> None:
     """Save or load a sharded checkpoint; write the full weights it holds."""
-    if args.save_checkpoint:  # NEW: each rank writes its own shards, in parallel
-        dcp.save({"model": model.state_dict()}, checkpoint_id=args.save_checkpoint)
+    group = mesh.get_group()  # the ranks of this world
+    if save:  # NEW: each rank writes its own shards, in parallel
+        dcp.save({"model": model.state_dict()}, checkpoint_id=path, process_group=group)
         tag = "saved"
     else:  # NEW: a fresh model, other weights, sharded for *this* world size
         model = shard(build(args, torch.float32, device, seed=1), mesh)
         state = {"model": model.state_dict()}  # DTensors: they say what to read
-        dcp.load(state, checkpoint_id=args.load_checkpoint)  # NEW: reads in place
+        dcp.load(state, checkpoint_id=path, process_group=group)  # NEW: in place
         model.load_state_dict(state["model"])
         tag = "loaded"
     weights = full_params(model)
     if rank == 0:
-        torch.save(weights, out / f"{tag}_w{dist.get_world_size()}.pt")
+        torch.save(weights, out / f"{tag}_w{mesh.size()}.pt")
         print(f"{tag} a sharded checkpoint: {len(weights)} tensors")
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    torch.set_num_threads(args.threads)
-    rank, world, device = setup(args.device)
-    if args.batch_size % world:
-        raise SystemExit(f"--batch-size {args.batch_size} must divide by {world}")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    mesh = init_device_mesh(device.type, (world,))  # NEW: the ranks, as a 1-D mesh
+def counts(mode: CommDebugMode) -> dict[str, int]:
+    """Return {collective name: calls} from a CommDebugMode, names shortened."""
+    return {str(op).split(".")[-1]: n for op, n in mode.get_comm_counts().items()}
+
+
+def tensor_parallel(args, device: torch.device, rank: int, mesh, out: Path) -> None:
+    """Split each block's two layers over the ranks; compare with the unsplit model."""
+    ref = build(args, torch.float64, device, seed=2)  # the same on every rank
+    tp = copy.deepcopy(ref)
+    for block in tp.blocks:  # NEW: Megatron's split of a transformer MLP
+        parallelize_module(block, mesh, {
+            "up": ColwiseParallel(),  # NEW: rows (outputs) split: no communication
+            "down": RowwiseParallel(),  # NEW: columns (inputs) split: sum partials
+        })
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(args.batch_size, args.dim, generator=g, dtype=torch.float64)
+    x = x.to(device).requires_grad_()  # as if an earlier layer made it
+    with CommDebugMode() as fwd:
+        got = tp(x)
+    with CommDebugMode() as bwd:
+        got.sum().backward()
+    want = ref(x)
+    want.sum().backward()
+    grads = {n: p.grad.full_tensor() if isinstance(p.grad, DTensor) else p.grad
+             for n, p in tp.named_parameters()}
+    result = {
+        "out_diff": (got - want).abs().max().item(),
+        "grad_diff": max((grads[n] - p.grad).abs().max().item()
+                         for n, p in ref.named_parameters()),
+        "forward": counts(fwd), "backward": counts(bwd), "world": mesh.size(),
+        "batch": args.batch_size, "dim": args.dim, "blocks": args.depth,
+        "shapes": {n: [list(p.shape), list(p.to_local().shape)]
+                   for n, p in tp.blocks[0].named_parameters()},
+        # what each forward all-reduce sums: one block's partial outputs
+        "forward_elements": got.shape[0] * args.dim,
+    }
+    if rank == 0:
+        (out / "tp.json").write_text(json.dumps(result, indent=1))
+        print(f"tensor parallel, {mesh.size()} ranks: collectives forward "
+              f"{result['forward']}, backward {result['backward']}; max |diff| "
+              f"{max(result['out_diff'], result['grad_diff']):.1e} (float64)")
+
+
+def run_world(args, rank: int, world: int, device: torch.device, mesh, out: Path,
+              first: bool) -> None:
+    """Compare FSDP2, DDP and one process on `world` ranks; write fsdp_w{world}.json."""
     results = {"world": world, "backend": dist.get_backend(), "device": device.type}
-    dtypes = [torch.float32] if args.skip_check else [torch.float64, torch.float32]
+    check = first and not args.skip_check  # later worlds: one float32 step, memory
+    dtypes = [torch.float64, torch.float32] if check else [torch.float32]
     for dtype in dtypes:  # float64 proves the equality, float32 is what we measure
         name = str(dtype).removeprefix("torch.")
         last = dtype == torch.float32
+        steps, timed = (args.steps, args.timed if last else 0) if first else (1, 0)
         results[name], models = compare(args, dtype, device, rank, world, mesh,
-                                        args.steps, args.timed if last else 0,
-                                        args.variants and last)
-    results["shard"] = describe(models["fsdp"], rank)
-    if args.save_checkpoint or args.load_checkpoint:
-        checkpoint(args, models["fsdp"], device, rank, mesh, out)
+                                        steps, timed, args.variants and last and first)
+    results["shard"] = describe(models["fsdp"], rank, mesh)
+    if args.save_checkpoint or args.load_checkpoint:  # save first, reload later
+        save = bool(args.save_checkpoint) and first
+        path = args.save_checkpoint or args.load_checkpoint
+        checkpoint(path, save, models["fsdp"], args, device, rank, mesh, out)
+    if args.tp and first:
+        tensor_parallel(args, device, rank, mesh, out)
     if rank == 0:
         results["params"] = sum(p.numel() for p in models["ddp"].parameters())
         (out / f"fsdp_w{world}.json").write_text(json.dumps(results, indent=1))
         name = str(dtypes[0]).removeprefix("torch.")
         r = results[name]["fsdp"]
         print(f"{world} rank(s), {results['backend']} on {device.type}: FSDP2 after "
-              f"{args.steps} step(s) vs one process {r['max_diff_single']:.1e}, "
+              f"{steps} step(s) vs one process {r['max_diff_single']:.1e}, "
               f"vs DDP {r['max_diff_ddp']:.1e} ({name})")
-    dist.barrier()
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    rank, world, device = setup(args.device)
+    worlds = [int(w) for w in args.worlds.split(",")] if args.worlds else [world]
+    for size in worlds:
+        if not 1 <= size <= world or args.batch_size % size:
+            raise SystemExit(f"world {size}: needs 1..{world} ranks and a "
+                             f"--batch-size ({args.batch_size}) that divides by it")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for i, size in enumerate(worlds):
+        if size == world:
+            mesh = init_device_mesh(device.type, (world,))  # NEW: the ranks, 1-D mesh
+        else:  # the first `size` ranks; every rank must take part in new_group
+            group = dist.new_group(list(range(size)))
+            mesh = DeviceMesh.from_group(group, device.type) if rank < size else None
+        if rank < size:
+            run_world(args, rank, size, device, mesh, out, first=i == 0)
+        dist.barrier()  # the other ranks wait here, idle
     dist.destroy_process_group()
     time.sleep(0.2)  # let gloo's threads free their last tensors before exit
 
