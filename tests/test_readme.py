@@ -1,0 +1,45 @@
+"""The README's notebook table stays in step with the notebooks themselves."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import NOTEBOOK_DIR, NOTEBOOKS, ROOT
+
+from tools.learner_time import learner_minutes
+
+ROW = re.compile(
+    r"^\| (\d\d) \| \[[^\]]+\]\(notebooks/([^)]+\.ipynb)\) \|.*\| (\d+) min \|$")
+MAX_MINUTES = 35  # "about 30 minutes" a sitting (issue 12), after rounding to 5
+
+
+def table_rows(text: str) -> list[tuple[str, str, int]]:
+    """Return (number, file name, learner minutes) for each notebook row."""
+    return [(m[1], m[2], int(m[3])) for line in text.splitlines()
+            if (m := ROW.match(line))]
+
+
+ROWS = table_rows((ROOT / "README.md").read_text(encoding="utf-8"))
+
+
+def test_the_table_lists_every_notebook_once_in_order_with_the_report_last():
+    assert [name for _, name, _ in ROWS] == [p.name for p in NOTEBOOKS]
+    assert all(name.startswith(f"{number}_") for number, name, _ in ROWS), ROWS
+    assert "benchmark_report" in ROWS[-1][1], f"last row is {ROWS[-1][1]}"
+
+
+@pytest.mark.parametrize("number, name, minutes", ROWS, ids=[r[1] for r in ROWS])
+def test_learner_time_in_the_table_is_the_stated_estimate(number, name, minutes):
+    estimate = learner_minutes(NOTEBOOK_DIR / name)
+    assert minutes == estimate, (
+        f"README says {minutes} min for {name}; the estimate is {estimate} min "
+        "(python -m tools.learner_time)")
+    assert estimate <= MAX_MINUTES, (
+        f"{name} needs about {estimate} min, more than one sitting ({MAX_MINUTES} min)")
+
+
+def test_table_rows_parse_and_a_wrong_row_does_not():
+    good = "| 01 | [A](notebooks/01_a.ipynb) | t | c | g | m | 4 s | 30 min |"
+    assert table_rows(good) == [("01", "01_a.ipynb", 30)]
+    assert table_rows(good.replace("30 min", "thirty")) == []
