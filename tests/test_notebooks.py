@@ -19,6 +19,7 @@ import pytest
 from conftest import NOTEBOOKS
 
 from tools import notebook_conventions as conv
+from tools.learner_time import markdown_words
 
 MAX_BYTES = 300_000
 MAX_WORDS = 1_800  # markdown words per notebook (issue 12), about 30 minutes
@@ -297,12 +298,6 @@ def test_links_between_notebooks_resolve(path):
 
 
 # --- Budget and exercises (issue 12) ------------------------------------------------
-
-def markdown_words(nb: nbformat.NotebookNode) -> int:
-    """Count words as issue 12 does: whitespace-separated tokens of markdown cells."""
-    return sum(len(re.findall(r"\S+", c.source)) for c in nb.cells
-               if c.cell_type == "markdown")
-
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
 def test_word_budget(path):
