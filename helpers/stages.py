@@ -19,6 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 from torchvision.models import ResNet, resnet18
 
+from helpers.plotting import FONT_SIZE, TITLE_SIZE, subplots
+
 if TYPE_CHECKING:  # pyplot is imported only when a chart is drawn
     import matplotlib.pyplot as plt
 
@@ -221,10 +223,7 @@ def overlap_time(events: Sequence[Event]) -> float:
 def plot_timeline(timelines: Mapping[str, Sequence[Event]],
                   title: str = "") -> plt.Figure:
     """Draw one Gantt chart per named timeline: a row per stage, a labelled bar each."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(len(timelines), 1, sharex=True, squeeze=False, dpi=100,
-                             figsize=(7.0, 4.0))
+    fig, axes = subplots(len(timelines), 1, sharex=True, squeeze=False)
     colors = {"F": "#4C72B0", "B": "#DD8452"}
     for ax, (name, events) in zip(axes[:, 0], timelines.items(), strict=True):
         first = min(e[3] for e in events)
@@ -236,20 +235,20 @@ def plot_timeline(timelines: Mapping[str, Sequence[Event]],
             label = f"{kind}{i}"
             if end - start > 0.012 * len(label) * span:  # room inside the bar
                 ax.text(left + width / 2, stage, label, ha="center", va="center",
-                        fontsize=10, color="white")
+                        fontsize=FONT_SIZE, color="white")
             else:  # a short bar: its label goes just above it
                 ax.text(left + width / 2, stage - 0.27, label, ha="center",
-                        va="bottom", fontsize=10, color=colors[kind])
+                        va="bottom", fontsize=FONT_SIZE, color=colors[kind])
         stages = sorted({e[0] for e in events})
-        ax.set_yticks(stages, [f"stage {s + 1}" for s in stages], fontsize=10)
+        ax.set_yticks(stages, [f"stage {s + 1}" for s in stages], fontsize=FONT_SIZE)
         ax.set_ylim(max(stages) + 0.45, min(stages) - 0.85)
-        ax.tick_params(axis="x", labelsize=10)
+        ax.tick_params(axis="x", labelsize=FONT_SIZE)
         ax.set_title(f"{name}: {span * 1e3:.0f} ms, idle {idle_fraction(events):.0%}",
-                     fontsize=11)
+                     fontsize=FONT_SIZE + 1)
     axes[-1, 0].set_xlabel("time (ms); blue = forward (F), orange = backward (B)",
-                           fontsize=10)
+                           fontsize=FONT_SIZE)
     if title:
-        fig.suptitle(title, fontsize=12)
+        fig.suptitle(title, fontsize=TITLE_SIZE)
     fig.tight_layout()
     return fig
 
