@@ -13,13 +13,12 @@ and how many all-reduces each made per step; --dump saves that for a notebook.
 from __future__ import annotations
 
 import argparse
-import atexit
 import os
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from ddp_train import Net, flat_params, make_data, pause_at_exit
+from ddp_train import Net, flat_params, make_data, setup
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -56,9 +55,7 @@ def main() -> None:
     p.add_argument("--dump", default=None, help="rank 0 saves the results here")
     args = p.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-    dist.init_process_group("gloo")  # torchrun set RANK, WORLD_SIZE, MASTER_*
-    atexit.register(pause_at_exit)  # workaround for a gloo shutdown race
-    rank, world = dist.get_rank(), dist.get_world_size()
+    rank, world, _ = setup("cpu")  # gloo on the CPU, as torchrun prepared it
     x, y = make_data(args.steps * args.batch_size, 16, seed=0).tensors
     batches = [(xb[rank::world], yb[rank::world])  # this rank's share of each batch
                for xb, yb in zip(x.split(args.batch_size), y.split(args.batch_size),
@@ -72,9 +69,9 @@ def main() -> None:
     ddp.register_comm_hook(None, lambda state, bucket: (
         ddp_calls.append(bucket.buffer().numel()) or allreduce_hook(state, bucket)))
     train(ddp, batches, False, world, lr=0.1)
-    gap = (flat_params(by_hand) - flat_params(wrapped)).abs().max()
-    dist.all_reduce(gap, op=dist.ReduceOp.MAX)  # the largest gap on any rank
     mine = flat_params(wrapped)
+    gap = (flat_params(by_hand) - mine).abs().max()
+    dist.all_reduce(gap, op=dist.ReduceOp.MAX)  # the largest gap on any rank
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine)
     spread = max((w - every[0]).abs().max().item() for w in every)

@@ -65,8 +65,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--variants", action="store_true",
                    help="also time reshard_after_forward=False and bf16 parameters")
-    p.add_argument("--skip-check", action="store_true",
-                   help="skip the float64 run that proves the equality")
     p.add_argument("--save-checkpoint", default=None, help="write a sharded checkpoint")
     p.add_argument("--load-checkpoint", default=None, help="read a sharded checkpoint")
     p.add_argument("--worlds", default=None,
@@ -157,15 +155,14 @@ def memory(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
 
 def full_params(model: nn.Module) -> dict[str, torch.Tensor]:
     """Return every full parameter on the CPU; DTensor shards are all-gathered."""
+    model = getattr(model, "module", model)  # DDP's wrapped model: the same names
     return {name: (p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu()
             for name, p in model.named_parameters()}
 
 
 def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
-    """Return the largest |a - b| over all parameters (names without DDP's prefix)."""
-    b = {k.removeprefix("module."): v for k, v in b.items()}
-    return max((v - b[k.removeprefix("module.")]).abs().max().item()
-               for k, v in a.items())
+    """Return the largest |a - b| over all parameters."""
+    return max((v - b[k]).abs().max().item() for k, v in a.items())
 
 
 class Trainer:
@@ -185,8 +182,9 @@ class Trainer:
         sync(self.device)
         t0 = time.perf_counter()
         out = self.model(x)
-        self.held_after_forward = nbytes(  # plain tensors now are unsharded weights
-            p for p in self.model.parameters() if not isinstance(p, DTensor))
+        if self.steps == 0:  # the same every step; measured once, outside the timing
+            self.held_after_forward = nbytes(  # plain tensors are unsharded weights
+                p for p in self.model.parameters() if not isinstance(p, DTensor))
         nn.functional.cross_entropy(out.float(), y).backward()  # FSDP reduce-scatters
         self.opt.step()  # FSDP: Adam updates only this rank's shard
         sync(self.device)
@@ -202,14 +200,16 @@ def sync(device: torch.device) -> None:
 
 
 def gathered_bytes(model: nn.Module) -> list[int]:
-    """Count the bytes of full weights each block all-gathers before its forward."""
+    """Count the bytes of full weights each block all-gathers in its first forward."""
     seen: list[int] = []
 
     def hook(module: nn.Module, _inputs) -> None:  # runs after FSDP's own pre-hook
         seen.append(nbytes(module.parameters()))  # full tensors at this moment
+        if len(seen) == len(handles):  # every block seen once: stop counting
+            for handle in handles:
+                handle.remove()
 
-    for block in model.blocks:
-        block.register_forward_pre_hook(hook)
+    handles = [block.register_forward_pre_hook(hook) for block in model.blocks]
     return seen
 
 
@@ -217,20 +217,20 @@ def compare(args, dtype, device, rank, world, mesh, steps: int,
             timed: int = 0, variants: bool = False) -> tuple[dict, dict]:
     """Train FSDP2, DDP and (rank 0) one process alike; return results, models."""
     group = mesh.get_group()  # these ranks' process group
-    runs = {"fsdp": Trainer(shard(build(args, dtype, device), mesh), args, dtype,
-                            device, rank, world),
-            "ddp": Trainer(DDP(build(args, dtype, device), device_ids=(
+    def trainer(wrap) -> Trainer:
+        return Trainer(wrap(build(args, dtype, device)), args, dtype, device, rank,
+                       world)
+
+    runs = {"fsdp": trainer(lambda m: shard(m, mesh)),
+            "ddp": trainer(lambda m: DDP(m, device_ids=(
                 [device.index] if device.type == "cuda" else None),
-                process_group=group), args, dtype, device, rank, world)}
+                process_group=group))}
     if variants:
-        runs["fsdp_keep"] = Trainer(shard(build(args, dtype, device), mesh,
-                                          reshard_after_forward=False),  # NEW
-                                    args, dtype, device, rank, world)
+        runs["fsdp_keep"] = trainer(lambda m: shard(m, mesh,
+                                                    reshard_after_forward=False))  # NEW
         bf16 = MixedPrecisionPolicy(param_dtype=torch.bfloat16,  # NEW
                                     reduce_dtype=torch.float32)
-        runs["fsdp_bf16"] = Trainer(shard(build(args, dtype, device), mesh,
-                                          mp_policy=bf16), args, dtype, device,
-                                    rank, world)
+        runs["fsdp_bf16"] = trainer(lambda m: shard(m, mesh, mp_policy=bf16))
         gathered = {name: gathered_bytes(runs[name].model)
                     for name in ("fsdp", "fsdp_bf16")}
     for i in range(steps + timed):  # alternate the models: load hits them alike
@@ -243,7 +243,7 @@ def compare(args, dtype, device, rank, world, mesh, steps: int,
                  for name, r in runs.items()}
     if variants:
         for name, seen in gathered.items():
-            res[name]["gathered_forward"] = seen[-len(runs[name].model.blocks):]
+            res[name]["gathered_forward"] = seen
     full = {name: full_params(r.model) for name, r in runs.items()}
     if rank == 0:  # the reference: one process, the whole batch, the same steps
         single = Trainer(build(args, dtype, device), args, dtype, device, 0, 1)
@@ -360,8 +360,8 @@ def run_world(args, rank: int, world: int, device: torch.device, mesh, out: Path
               first: bool) -> None:
     """Compare FSDP2, DDP and one process on `world` ranks; write fsdp_w{world}.json."""
     results = {"world": world, "backend": dist.get_backend(), "device": device.type}
-    check = first and not args.skip_check  # later worlds: one float32 step, memory
-    dtypes = [torch.float64, torch.float32] if check else [torch.float32]
+    # later worlds: one float32 step, memory
+    dtypes = [torch.float64, torch.float32] if first else [torch.float32]
     for dtype in dtypes:  # float64 proves the equality, float32 is what we measure
         name = str(dtype).removeprefix("torch.")
         last = dtype == torch.float32
