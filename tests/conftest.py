@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -22,3 +25,32 @@ def load_script(path: Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def foreign_imports(path: Path, allowed: Iterable[str] = ()) -> set[str]:
+    """Return the top-level modules `path` imports beyond torch, `allowed`, stdlib."""
+    tree = ast.parse(path.read_text())
+    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+             for alias in node.names}
+    names |= {node.module for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.module}
+    tops = {name.split(".")[0] for name in names}
+    return tops - {"torch", *allowed} - set(sys.stdlib_module_names)
+
+
+def text_sizes(fig: Any) -> dict[str, float]:
+    """Return {text: font size} for every visible, non-empty text the figure draws."""
+    import matplotlib.text
+
+    fig.canvas.draw()  # tick labels exist only once drawn
+    texts = [t for t in fig.findobj(matplotlib.text.Text)
+             if t.get_visible() and t.get_text().strip()]
+    return {t.get_text(): t.get_fontsize() for t in texts}
+
+
+def assert_readable(fig: Any) -> None:
+    """Assert the course's figure size (7 x 4 in at 100 dpi) and no text under 10 pt."""
+    assert fig.get_size_inches().tolist() == [7.0, 4.0], fig.get_size_inches()
+    assert fig.dpi == 100, f"dpi {fig.dpi}, want 100"
+    small = {t: s for t, s in text_sizes(fig).items() if s < 10}
+    assert not small, f"text under 10 pt: {small}"

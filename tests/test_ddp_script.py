@@ -8,7 +8,7 @@ import sys
 
 import pytest
 import torch
-from conftest import NOTEBOOK_DIR, load_script
+from conftest import NOTEBOOK_DIR, foreign_imports, load_script
 from torch.utils.data import DataLoader
 
 from helpers.launch import LaunchError, free_port, torchrun
@@ -38,10 +38,7 @@ def group():
 
 @pytest.mark.parametrize("script", ["ddp_train", "ddp_by_hand", "ddp_hang"])
 def test_imports_only_torch_and_the_standard_library(script):
-    lines = (SCRIPT.parent / f"{script}.py").read_text().splitlines()
-    imported = {line.split()[1].split(".")[0] for line in lines
-                if line.startswith(("import ", "from "))}
-    others = imported - {"torch", "ddp_train"} - set(sys.stdlib_module_names)
+    others = foreign_imports(SCRIPT.parent / f"{script}.py", allowed={"ddp_train"})
     assert not others, f"imports beyond torch and the standard library: {others}"
 
 

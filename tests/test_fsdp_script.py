@@ -9,7 +9,7 @@ import warnings
 import pytest
 import torch
 import torch.distributed.checkpoint as dcp
-from conftest import NOTEBOOK_DIR, load_script
+from conftest import NOTEBOOK_DIR, foreign_imports, load_script
 
 from helpers.launch import torchrun
 
@@ -26,10 +26,7 @@ def fsdp():
 
 
 def test_imports_only_torch_and_the_standard_library():
-    lines = SCRIPT.read_text().splitlines()
-    imported = {line.split()[1].split(".")[0] for line in lines
-                if line.lstrip().startswith(("import ", "from "))}
-    others = imported - {"torch", "__future__"} - set(sys.stdlib_module_names)
+    others = foreign_imports(SCRIPT)
     assert not others, f"imports beyond torch and the standard library: {others}"
 
 

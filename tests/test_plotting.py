@@ -11,23 +11,9 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
+from conftest import assert_readable  # noqa: E402
 
 from helpers import bar_chart, line_plot, plotting  # noqa: E402
-
-
-def _text_sizes(fig) -> dict[str, float]:
-    """Return {text: font size} for every visible, non-empty text the figure draws."""
-    fig.canvas.draw()  # tick labels exist only once drawn
-    texts = [t for t in fig.findobj(matplotlib.text.Text)
-             if t.get_visible() and t.get_text().strip()]
-    return {t.get_text(): t.get_fontsize() for t in texts}
-
-
-def _assert_readable(fig) -> None:
-    assert fig.get_size_inches().tolist() == [7.0, 4.0], fig.get_size_inches()
-    assert fig.dpi == 100, f"dpi {fig.dpi}, want 100"
-    small = {t: s for t, s in _text_sizes(fig).items() if s < 10}
-    assert not small, f"text under 10 pt: {small}"
 
 
 def test_bar_chart_labels_each_bar_readably():
@@ -35,7 +21,7 @@ def test_bar_chart_labels_each_bar_readably():
     ax = fig.axes[0]
     assert [p.get_height() for p in ax.patches] == [2.0, 0.5]
     assert [t.get_text() for t in ax.texts] == ["2", "0.5"]
-    _assert_readable(fig)
+    assert_readable(fig)
     plt.close(fig)
 
 
@@ -50,7 +36,7 @@ def test_line_plot_draws_each_series_readably():
     ax = fig.axes[0]
     assert [ln.get_label() for ln in ax.lines] == ["cpu", "gpu"]
     assert ax.get_xscale() == "log" and ax.get_legend() is not None
-    _assert_readable(fig)  # log axes draw minor tick labels too
+    assert_readable(fig)  # log axes draw minor tick labels too
     plt.close(fig)
 
 

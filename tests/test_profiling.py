@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from conftest import assert_readable  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, record_function  # noqa: E402
 
 from helpers.profiling import TraceEvent, plot_trace, trace_events  # noqa: E402
@@ -110,15 +111,6 @@ def test_a_real_cpu_profile_nests_ops_under_their_labels():
     assert {e.row for e in events if e.phase} == {"CPU thread 0"}
 
 
-def _assert_readable(fig) -> None:
-    assert fig.get_size_inches().tolist() == [7.0, 4.0], fig.get_size_inches()
-    assert fig.dpi == 100, f"dpi {fig.dpi}, want 100"
-    fig.canvas.draw()
-    small = {t.get_text(): t.get_fontsize() for t in fig.findobj(matplotlib.text.Text)
-             if t.get_visible() and t.get_text().strip() and t.get_fontsize() < 10}
-    assert not small, f"text under 10 pt: {small}"
-
-
 def test_plot_draws_one_lane_per_row_and_depth_and_labels_wide_bars():
     events = trace_events(GPU_TRACE)
     fig = plot_trace(events, title="step", max_depth=2)
@@ -141,7 +133,7 @@ def test_plot_draws_one_lane_per_row_and_depth_and_labels_wide_bars():
         assert box.width <= bar.get_window_extent(renderer).width, text.get_text()
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["unlabelled", "forward", "backward"], legend
-    _assert_readable(fig)
+    assert_readable(fig)
     plt.close(fig)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import copy
 import json
 import sys
@@ -11,7 +10,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import NOTEBOOK_DIR, load_script
+from conftest import NOTEBOOK_DIR, foreign_imports, load_script
 from torch import nn
 
 from helpers.launch import torchrun
@@ -215,13 +214,7 @@ def _load_pipe_schedules():
 
 
 def test_pipe_schedules_imports_only_torch_and_the_standard_library():
-    tree = ast.parse((SCRIPTS / "pipe_schedules.py").read_text())
-    names = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
-             for alias in node.names}
-    names |= {node.module for node in ast.walk(tree)
-              if isinstance(node, ast.ImportFrom) and node.module}
-    tops = {name.split(".")[0] for name in names}
-    foreign = tops - {"torch", "__future__"} - set(sys.stdlib_module_names)
+    foreign = foreign_imports(SCRIPTS / "pipe_schedules.py")
     assert not foreign, f"pipe_schedules.py must be copyable alone; imports {foreign}"
 
 
