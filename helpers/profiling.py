@@ -68,12 +68,11 @@ def _load(trace: Any) -> dict:
         return json.load(f)
 
 
-def _row_names(raw: list[dict]) -> dict[tuple, str]:
+def _row_names(keys: list[tuple]) -> dict[tuple, str]:
     """Name each row key as 'CPU thread 0', 'CPU thread 1', ... or 'GPU 0 stream 7'."""
     names: dict[tuple, str] = {}
     threads = 0
-    for e in raw:
-        key = _row_key(e)
+    for key in keys:
         if key in names:
             continue
         if key[0] == "gpu":
@@ -110,11 +109,12 @@ def trace_events(trace: Any, labels: Sequence[str] = LABELS) -> list[TraceEvent]
     raw.sort(key=lambda e: (float(e["ts"]), -float(e["dur"])))
     if not raw:
         return []
-    names = _row_names(raw)
+    keys = [_row_key(e) for e in raw]
+    names = _row_names(keys)
     stacks: dict[tuple, list[tuple[float, str]]] = {}  # row: open (end, phase)s
     nested: list[tuple[dict, tuple, int, str]] = []
-    for e in raw:
-        key, start = _row_key(e), float(e["ts"])
+    for e, key in zip(raw, keys, strict=True):
+        start = float(e["ts"])
         stack = stacks.setdefault(key, [])
         while stack and stack[-1][0] <= start + _EPS:
             stack.pop()
@@ -196,7 +196,8 @@ def plot_trace(events: Sequence[TraceEvent], title: str = "",
     ax.set_yticklabels([row if d == min(dd for r, dd in lanes if r == row)
                         else f"  depth {d}" for row, d in lanes])
     ax.invert_yaxis()
-    ax.set_xlim(0, span * 1.01)
+    xlim = span * 1.01
+    ax.set_xlim(0, xlim)
     for i in range(1, len(lanes)):
         if lanes[i][0] != lanes[i - 1][0]:
             ax.axhline(i - 0.5, color="black", linewidth=0.8)
@@ -208,7 +209,6 @@ def plot_trace(events: Sequence[TraceEvent], title: str = "",
     ax.tick_params(labelsize=FONT_SIZE)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
-    xlim = span * 1.01
     axes_px = ax.get_position().width * fig.get_figwidth() * fig.dpi
     for e in shown:  # names last, once the layout fixes the axes' width in pixels
         label = _fit(_short(e.name), e.duration / xlim * axes_px)
