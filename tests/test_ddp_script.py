@@ -152,11 +152,11 @@ def test_accum_does_not_leak_gradients_across_epochs(ddp, group):
     assert diff < 1e-6, f"DDP accumulation differs from the manual steps by {diff:.1e}"
 
 
-def _train(tmp_path, name, nproc, *extra, threads=1, work=TINY):
+def _train(tmp_path, name, nproc, *extra, work=TINY, **launch):
     dump = tmp_path / f"{name}.pt"
     result = torchrun(SCRIPT, *work, "--dump", dump, "--checkpoint",
-                      tmp_path / "ckpt.pt", *extra, nproc=nproc, threads=threads,
-                      echo=False, timeout=180)
+                      tmp_path / "ckpt.pt", *extra, nproc=nproc, echo=False,
+                      timeout=180, **launch)
     return torch.load(dump, weights_only=True), result
 
 
@@ -203,12 +203,9 @@ def test_a_rank_that_fails_once_resumes_to_the_same_weights(tmp_path):
     """--fail-once under --max-restarts 1, with --resume: as if nothing had failed."""
     plain, _ = _train(tmp_path, "plain", 2, "--device", "cpu")
     (tmp_path / "ckpt.pt").unlink()
-    dump = tmp_path / "resumed.pt"
-    result = torchrun(SCRIPT, *TINY, "--device", "cpu", "--checkpoint",
-                      tmp_path / "ckpt.pt", "--resume", "--fail-rank", "1",
-                      "--fail-epoch", "2", "--fail-once", "--dump", dump, nproc=2,
-                      max_restarts=1, echo=False, timeout=180)
-    resumed = torch.load(dump, weights_only=True)
+    resumed, result = _train(tmp_path, "resumed", 2, "--device", "cpu", "--resume",
+                             "--fail-rank", "1", "--fail-epoch", "2", "--fail-once",
+                             max_restarts=1)
     assert any("simulated crash on rank 1" in line for line in result.lines(1))
     assert (resumed["restarts"], resumed["start_epoch"], resumed["start_step"]) == (
         1, 1, 8), {k: resumed[k] for k in ("restarts", "start_epoch", "start_step")}

@@ -49,13 +49,14 @@ def test_there_are_notebooks():
 def _kernel_reports() -> tuple[dict, dict]:
     """Return the kernelspec and language_info that the installed ipykernel reports,
     i.e. what JupyterLab writes into a notebook once its kernel has started."""
-    from ipykernel.ipkernel import IPythonKernel
     from ipykernel.kernelspec import KERNEL_NAME, get_kernel_dict
+
+    from tools import nbbuild
 
     spec = get_kernel_dict()
     kernelspec = {"display_name": spec["display_name"], "language": spec["language"],
                   "name": KERNEL_NAME}
-    return kernelspec, dict(IPythonKernel.language_info)
+    return kernelspec, nbbuild.language_info()
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
@@ -125,7 +126,7 @@ def test_errors_only_where_tagged(path):
     for i, cell in enumerate(_read(path).cells):
         if cell.cell_type != "code":
             continue
-        tagged = "raises-exception" in cell.metadata.get("tags", [])
+        tagged = "raises-exception" in _tags(cell)
         errors = [o for o in cell.outputs if o.output_type == "error"]
         assert bool(errors) == tagged, (
             f"cell {i}: {'untagged error' if errors else 'tagged but raised nothing'}")
@@ -157,7 +158,7 @@ def test_colab_badge_points_at_this_notebook(path):
 def test_colab_setup_cell_is_first_and_current(path):
     nb = _read(path)
     first_code = next(c for c in nb.cells if c.cell_type == "code")
-    assert conv.COLAB_TAG in first_code.metadata.get("tags", [])
+    assert conv.COLAB_TAG in _tags(first_code)
     assert first_code.source == conv.colab_cell_source()
     assert first_code.outputs == [], "the Colab cell must be silent off Colab"
     assert nb.metadata.get("accelerator") == "GPU"

@@ -28,14 +28,13 @@ from pathlib import Path
 import nbformat
 import psutil
 import pytest
+from conftest import NOTEBOOK_DIR, NOTEBOOKS, ROOT
 from selenium import webdriver
 from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOK_DIR = ROOT / "notebooks"
 ARTIFACTS = ROOT / "tests" / "artifacts"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -52,7 +51,6 @@ SETTINGS = {  # JupyterLab user settings for the run, in a temporary settings di
                                                      "checkForUpdates": False},
 }
 TAB = "#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel"
-NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
 COPIED: dict[str, bytes] = {}  # name -> bytes of each notebook as copied for Lab
 SETTLE_MS = 1500  # after the kernel is idle, let Lab apply what the kernel reported
 
