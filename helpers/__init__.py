@@ -3,7 +3,15 @@
 Importing this package never touches CUDA or picks a device.
 """
 
-from helpers.devices import env_report, fallback_device, num_gpus, try_all_gpus, try_gpu
+from helpers.devices import (
+    RankPlan,
+    env_report,
+    fallback_device,
+    num_gpus,
+    rank_plan,
+    try_all_gpus,
+    try_gpu,
+)
 from helpers.exercises import check
 from helpers.launch import LaunchError, LaunchResult, torchrun
 from helpers.plotting import bar_chart, line_plot
@@ -12,6 +20,7 @@ from helpers.timing import Timing, benchmark, synchronize, verdict
 __all__ = [
     "LaunchError",
     "LaunchResult",
+    "RankPlan",
     "Timing",
     "bar_chart",
     "benchmark",
@@ -20,6 +29,7 @@ __all__ = [
     "fallback_device",
     "line_plot",
     "num_gpus",
+    "rank_plan",
     "synchronize",
     "torchrun",
     "try_all_gpus",

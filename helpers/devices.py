@@ -11,10 +11,12 @@ import os
 import platform
 import shutil
 import subprocess
+from dataclasses import dataclass
 
 import torch
 
-__all__ = ["num_gpus", "try_gpu", "try_all_gpus", "fallback_device", "env_report"]
+__all__ = ["RankPlan", "env_report", "fallback_device", "num_gpus", "rank_plan",
+           "try_all_gpus", "try_gpu"]
 
 
 def num_gpus() -> int:
@@ -54,6 +56,44 @@ def try_all_gpus() -> list[torch.device]:
     """Return every CUDA GPU, or `[device('cpu')]` when there is none."""
     n = num_gpus()
     return [torch.device(f"cuda:{i}") for i in range(n)] or [torch.device("cpu")]
+
+
+@dataclass(frozen=True)
+class RankPlan:
+    """Where the ranks of a launch run: how many, on which device, over which backend."""
+
+    world: int
+    device: str  # "cuda" (one GPU per rank) or "cpu"; the scripts' --device value
+    backend: str  # "nccl" or "gloo"
+    why: str  # one sentence a notebook prints before it launches
+
+    def device_of(self, local_rank: int) -> str:
+        """Return the device the rank with this LOCAL_RANK uses."""
+        return f"cuda:{local_rank}" if self.device == "cuda" else "cpu"
+
+
+def rank_plan(world: int | None = None) -> RankPlan:
+    """Choose the ranks of a launch: one GPU each over nccl, else CPU processes (gloo).
+
+    `world=None` takes every GPU when there are two or more, else 2 CPU processes.
+    Used by notebooks 08, 09, 11, 12 and 13.
+    """
+    gpus = num_gpus()
+    want = world if world is not None else (gpus if gpus >= 2 else 2)
+    if want < 1:
+        raise ValueError(f"a launch needs at least 1 rank, got world={want}")
+    if gpus >= want:
+        return RankPlan(want, "cuda", "nccl",
+                        f"{want} rank(s) on {want} GPU(s) over nccl, one GPU per rank")
+    if gpus:
+        why = (f"{want} ranks need {want} GPUs for nccl (one GPU per rank) and this "
+               f"machine has {gpus}: the ranks run as CPU processes over gloo")
+    elif fallback_device().type == "mps":
+        why = ("the Apple GPU has no collective backend: the ranks run as CPU "
+               "processes over gloo")
+    else:
+        why = "no CUDA GPU: the ranks run as CPU processes over gloo"
+    return RankPlan(want, "cpu", "gloo", why)
 
 
 # Where nvidia-smi often is when it is not on PATH: WSL, and older Windows drivers.

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["check"]
+__all__ = ["check", "digest"]
 
 _UNSET = object()
 
@@ -32,13 +33,19 @@ def _unanswered(answer: Any) -> bool:
     return answer is ... or answer is None
 
 
+def digest(value: Any) -> str:
+    """Return a short fingerprint of `value`'s repr, to check it without showing it."""
+    return hashlib.sha256(repr(value).encode()).hexdigest()[:12]
+
+
 def check(answer: Any, expected: Any = _UNSET, *,
-          test: Callable[[Any], Any] | None = None, rel_tol: float = 0.0,
-          abs_tol: float = 0.0, hint: str = "") -> Result:
+          test: Callable[[Any], Any] | None = None, hashed: str | None = None,
+          rel_tol: float = 0.0, abs_tol: float = 0.0, hint: str = "") -> Result:
     """Print whether `answer` is right, not yet right, or not answered yet.
 
     `test(answer)` raises AssertionError, with a helpful message, when it is wrong;
     NotImplementedError from it means the learner has not written the code yet.
+    `hashed` is `digest(expected)`, for an answer the notebook must not show.
     """
     if _unanswered(answer):
         print("not answered yet: replace the `...` with your answer, then rerun")
@@ -46,6 +53,8 @@ def check(answer: Any, expected: Any = _UNSET, *,
     try:
         if test is not None:
             test(answer)  # raises AssertionError with a helpful message when wrong
+        elif hashed is not None:
+            assert digest(answer) == hashed, f"{answer!r} is not it"
         elif isinstance(expected, (int, float)) and isinstance(answer, (int, float)):
             assert math.isclose(answer, expected, rel_tol=rel_tol, abs_tol=abs_tol), (
                 f"got {answer!r}")
@@ -56,6 +65,10 @@ def check(answer: Any, expected: Any = _UNSET, *,
         return Result(False)
     except AssertionError as err:
         print(f"not yet: {err}" + (f". Hint: {hint}" if hint else ""))
+        return Result(False)
+    except Exception as err:  # the learner's code raised: say so in one line
+        print(f"not yet: your answer raised {type(err).__name__}: {err}"
+              + (f". Hint: {hint}" if hint else ""))
         return Result(False)
     print("right")
     return Result(True)

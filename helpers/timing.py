@@ -79,15 +79,29 @@ def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
                   repeats, str(dev), method)
 
 
+def _band(value: float, limits: list[float]) -> int:
+    """Return the index of the band that holds `value`."""
+    if value >= limits[-1]:
+        raise ValueError(f"{value} is above every band; end the bands with math.inf")
+    return next(i for i, limit in enumerate(limits) if value < limit)
+
+
 def verdict(value: float, bands: list[tuple[float, str]], *, ideal: float | None = None,
-            unit: str = "x") -> str:
-    """Return the words for `value` from `bands` of (upper limit, words), in order."""
+            spread: tuple[float, float] | None = None, unit: str = "x") -> str:
+    """Return the words for `value` from `bands` of (upper limit, words), in order.
+
+    `spread` is the (lowest, highest) of the samples behind `value`: when they fall in
+    different bands, the words say the run was too noisy to tell, not a band.
+    """
     limits = [limit for limit, _ in bands]
     if limits != sorted(limits):
         raise ValueError(f"bands must be in increasing order of limit, got {limits}")
-    if value >= limits[-1]:
-        raise ValueError(f"{value} is above every band; end the bands with math.inf")
-    i = next(i for i, limit in enumerate(limits) if value < limit)
+    i = _band(value, limits)
+    if spread is not None and len({_band(v, limits) for v in spread}) > 1:
+        lo, hi = sorted(spread)
+        return (f"{value:.2f}{unit}: too noisy to tell here (the runs spread from "
+                f"{lo:.2f}{unit} to {hi:.2f}{unit}, across a band's edge); rerun on a "
+                "quieter machine")
     limit, words = bands[i]
     lower = limits[i - 1] if i else None
     where = f"below {limit:g}{unit}" if lower is None else (

@@ -54,3 +54,4 @@ def assert_readable(fig: Any) -> None:
     assert fig.dpi == 100, f"dpi {fig.dpi}, want 100"
     small = {t: s for t, s in text_sizes(fig).items() if s < 10}
     assert not small, f"text under 10 pt: {small}"
+

@@ -167,3 +167,47 @@ def test_import_does_not_initialise_cuda():
             "print(torch.cuda.is_initialized())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+# --- rank_plan: where a launch's ranks run, on faked 0-4 GPUs and on MPS -----------
+
+@pytest.mark.parametrize("gpus, world, expected", [
+    (0, 2, (2, "cpu", "gloo")),
+    (1, 2, (2, "cpu", "gloo")),  # nccl needs a GPU per rank: never 2 ranks on 1 GPU
+    (2, 2, (2, "cuda", "nccl")),
+    (3, 2, (2, "cuda", "nccl")),
+    (3, 4, (4, "cpu", "gloo")),  # 12's 4-rank part needs 4 GPUs
+    (4, 4, (4, "cuda", "nccl")),
+    (1, 1, (1, "cuda", "nccl")),
+    (0, None, (2, "cpu", "gloo")),
+    (1, None, (2, "cpu", "gloo")),
+    (2, None, (2, "cuda", "nccl")),  # world=None: every GPU when there are 2 or more
+    (3, None, (3, "cuda", "nccl")),
+    (4, None, (4, "cuda", "nccl")),
+])
+def test_rank_plan_on_faked_gpus(fake_gpus, gpus, world, expected):
+    fake_gpus(gpus)
+    plan = devices.rank_plan(world)
+    assert (plan.world, plan.device, plan.backend) == expected
+    assert plan.why, "the plan says why"
+    if plan.device == "cpu" and gpus:
+        assert f"has {gpus}" in plan.why, plan.why
+    ranks = [plan.device_of(r) for r in range(plan.world)]
+    if plan.device == "cuda":  # every local rank its own GPU, none past the last
+        assert ranks == [f"cuda:{r}" for r in range(plan.world)]
+        assert plan.world <= gpus
+    else:
+        assert set(ranks) == {"cpu"}
+
+
+def test_rank_plan_on_faked_mps_uses_cpu_processes(fake_gpus):
+    fake_gpus(0, mps=True)
+    plan = devices.rank_plan(2)
+    assert (plan.world, plan.device, plan.backend) == (2, "cpu", "gloo")
+    assert "Apple GPU" in plan.why
+
+
+def test_rank_plan_rejects_no_ranks(fake_gpus):
+    fake_gpus(0)
+    with pytest.raises(ValueError, match="at least 1 rank"):
+        devices.rank_plan(0)

@@ -66,3 +66,30 @@ def test_verdict_rejects_bad_bands():
         verdict(1.0, [(2, "b"), (1, "a")])
     with pytest.raises(ValueError, match="above every band"):
         verdict(5.0, [(1, "a"), (2, "b")])
+
+
+def test_check_says_not_yet_when_the_answer_raises(capsys):
+    def broken(fn):
+        fn()
+
+    assert not check(lambda: 1 / 0, test=broken)
+    assert capsys.readouterr().out.strip() == (
+        "not yet: your answer raised ZeroDivisionError: division by zero")
+
+
+def test_check_compares_a_hashed_answer_without_showing_it(capsys):
+    from helpers.exercises import digest
+
+    assert check(27, hashed=digest(27))
+    assert not check(26, hashed=digest(27))
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["right", "not yet: 26 is not it"]
+    assert "27" not in digest(27)
+
+
+def test_verdict_says_too_noisy_when_the_spread_crosses_an_edge():
+    text = verdict(1.2, BANDS, spread=(0.8, 1.5))
+    assert "too noisy to tell here" in text and "0.80x to 1.50x" in text
+    for words in ("slower", "about the same", "faster"):
+        assert words not in text
+    assert verdict(1.5, BANDS, spread=(1.3, 1.9)) == verdict(1.5, BANDS)

@@ -17,6 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from conftest import NOTEBOOKS
+from exercise_plugin import wrong_answers
 
 from tools import notebook_conventions as conv
 from tools.learner_time import markdown_words
@@ -160,6 +161,8 @@ def test_colab_setup_cell_is_first_and_current(path):
     first_code = next(c for c in nb.cells if c.cell_type == "code")
     assert conv.COLAB_TAG in _tags(first_code)
     assert first_code.source == conv.colab_cell_source()
+    assert first_code.metadata.get("cellView") == "form", "collapse it: make badges"
+    assert first_code.metadata.get("jupyter", {}).get("source_hidden") is True
     assert first_code.outputs == [], "the Colab cell must be silent off Colab"
     assert nb.metadata.get("accelerator") == "GPU"
 
@@ -322,23 +325,55 @@ def _ends_with_checked_assert(source: str) -> bool:
             and isinstance(last.test, ast.Call) and _name(last.test.func) == "check")
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
-def test_exercises_have_a_check_and_a_hidden_solution(path):
+def bound_names(source: str) -> set[str]:
+    """Return the names a cell binds at its top level (not inside its functions)."""
+    names: set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (*DEFINITIONS,)):
+            names.add(node.name)
+            return  # a function's own locals are not the notebook's names
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        if isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.Lambda, ast.comprehension)):
+                visit(child)
+
+    visit(ast.parse(_strip_magics(source) or ""))
+    return names
+
+
+def _ends_with_a_check_call(source: str) -> bool:
+    """True if the last statement is a bare `check(...)`, which the wrong-answer
+    plugin (tests/exercise_plugin.py) reruns after each wrong answer."""
+    body = ast.parse(_strip_magics(source) or "").body
+    last = body[-1] if body else None
+    return (isinstance(last, ast.Expr) and isinstance(last.value, ast.Call)
+            and _name(last.value.func) == "check")
+
+
+def _exercise_problems(path: Path) -> list[str]:
     cells = _read(path).cells
     problems = []
     exercises = [i for i, c in enumerate(cells) if "exercise" in _tags(c)]
     solutions = [i for i, c in enumerate(cells) if "solution" in _tags(c)]
+    wrong = wrong_answers(path)
     if not 3 <= len(exercises) <= 4:
         problems.append(f"{len(exercises)} cells tagged 'exercise', want 3 to 4")
     paired = []
     for n, i in enumerate(exercises, start=1):
         cell = cells[i]
-        if cell.cell_type != "code" or "check(" not in cell.source:
-            problems.append(
-                f"cell {i} (exercise {n}): a code cell that calls check(...)")
+        if cell.cell_type != "code" or not _ends_with_a_check_call(cell.source):
+            problems.append(f"cell {i} (exercise {n}): a code cell whose last "
+                            "statement is a bare check(...) call")
         if "not answered yet" not in _output_texts(cell):
             problems.append(f"cell {i} (exercise {n}): stored output must say "
                             "'not answered yet' (run `make outputs`)")
+        if not wrong.get(n):
+            problems.append(f"exercise {n}: no typical wrong answer in "
+                            f"tests/wrong_answers/{path.stem}.py")
         task = next((cells[j] for j in range(i - 1, -1, -1)
                      if cells[j].cell_type == "markdown"), None)
         numbers = re.findall(r"^\*\*(\d+)\. ", task.source if task else "", re.M)
@@ -353,19 +388,37 @@ def test_exercises_have_a_check_and_a_hidden_solution(path):
             continue
         paired.append(j)
         solution = cells[j]
-        if solution.metadata.get("jupyter", {}).get("source_hidden") is not True:
-            problems.append(f"cell {j} (solution {n}): set metadata.jupyter."
-                            "source_hidden = true so it starts collapsed")
+        if solution.source.split("\n")[0] != conv.SOLUTION_TITLE or any(
+                solution.metadata.get(k) != v for k, v in (
+                    ("cellView", "form"), ("jupyter", {"source_hidden": True}))):
+            problems.append(f"cell {j} (solution {n}): collapsed, with the title line "
+                            "first (run `make badges`)")
         if not _ends_with_checked_assert(solution.source):
             problems.append(f"cell {j} (solution {n}): end with "
                             "`assert check(...), \"...\"`")
-        if "right" not in _output_texts(solution).split("\n"):
-            problems.append(
-                f"cell {j} (solution {n}): stored output must print 'right'")
+        if _output_texts(solution).strip() != "right":
+            problems.append(f"cell {j} (solution {n}): its stored output must be "
+                            "'right' alone, so it shows no answer")
+        shared = sorted(bound_names(solution.source) & bound_names(cell.source))
+        if shared:
+            problems.append(f"cell {j} (solution {n}) rebinds the learner's names "
+                            f"{shared}: give the solution its own names")
     stray = sorted(set(solutions) - set(paired))
     if stray:
         problems.append(f"cells {stray}: tagged 'solution' but follow no exercise")
+    return problems
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_exercises_have_a_check_and_a_hidden_solution(path):
+    problems = _exercise_problems(path)
     assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
+
+
+def test_bound_names_sees_the_learners_names():
+    src = ("import math as m\nanswer = 1\nfor i in range(2):\n    pass\n"
+           "def f(x):\n    y = x\n    return y\nsq = [k * k for k in range(3)]")
+    assert bound_names(src) == {"m", "answer", "i", "f", "sq"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
@@ -465,6 +518,25 @@ def verdict_literals(source: str) -> list[tuple[int, str]]:
     return sorted(found)
 
 
+def numbered_band_words(source: str) -> list[tuple[int, str]]:
+    """Return (line, words) of verdict() bands whose words hold a number: a band's
+    words must stay true for every value in it, so they name no figure."""
+    code = _strip_magics(source)
+    if code is None:
+        return []
+    found = []
+    for node in ast.walk(ast.parse(code)):
+        if not (isinstance(node, ast.Call) and _name(node.func) == "verdict"):
+            continue
+        bands = node.args[1:2] + [k.value for k in node.keywords if k.arg == "bands"]
+        for band in bands:
+            for leaf in ast.walk(band):
+                if isinstance(leaf, ast.Constant) and isinstance(leaf.value, str) \
+                        and re.search(r"\d", leaf.value):
+                    found.append((leaf.lineno, leaf.value))
+    return sorted(found)
+
+
 def unexplained_asserts(source: str) -> list[tuple[int, str]]:
     """Return (line, code) of asserts that compare numbers but carry no message."""
     code = _strip_magics(source)
@@ -507,6 +579,19 @@ def test_no_hand_written_verdicts_in_code(path):
         "contradict; "
         "print it through helpers.verdict(value, bands) or `'a' if x > y else 'b'`:\n  "
         + "\n  ".join(problems))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_band_words_hold_no_numbers(path):
+    found = _scan(path, numbered_band_words)
+    assert not found, (f"{path.name}: band words name a figure that the value itself "
+                       "may contradict; say it in words:\n  " + "\n  ".join(found))
+
+
+def test_band_word_scanner_flags_a_number():
+    src = 'verdict(r, [(1, "close"), (4, "about 2x, as widths say"), (9, f"{r}")])'
+    assert numbered_band_words(src) == [(1, "about 2x, as widths say")]
+    assert numbered_band_words('verdict(r, bands=[(2, "close")])') == []
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)

@@ -23,6 +23,12 @@ NOTEBOOKS = ROOT / "notebooks"
 BADGE_IMG = "https://colab.research.google.com/assets/colab-badge.svg"
 BADGE_RE = re.compile(r"\[!\[Open In Colab\]\([^)]*\)\]\([^)]*\)")
 COLAB_TAG = "colab-setup"
+SOLUTION_TAG = "solution"
+# First lines of the collapsed cells: Colab shows the title of a `cellView: form` cell
+# and hides its code; JupyterLab shows the first line of a cell with source_hidden.
+COLAB_TITLE = "#@title Colab setup (does nothing elsewhere)"
+SOLUTION_TITLE = "#@title Solution (hidden: expand the cell to read it)"
+HIDDEN = {"cellView": "form", "jupyter": {"source_hidden": True}}
 COLAB_METADATA = {"accelerator": "GPU", "colab": {"gpuType": "T4", "provenance": []}}
 
 
@@ -56,6 +62,7 @@ def badge(nb_path: Path) -> str:
 def colab_cell_source() -> str:
     """Return the setup cell that runs only on Colab and is silent elsewhere."""
     return f'''\
+{COLAB_TITLE}
 # Colab only: fetch the course and install its helpers; Colab's own torch is kept.
 import sys
 
@@ -82,6 +89,16 @@ def title_cell_source(source: str, badge_md: str) -> str:
     return f"{head}\n\n{badge_md}\n\n{rest}" if rest else f"{head}\n\n{badge_md}"
 
 
+def hide(cell: nbformat.NotebookNode, title: str) -> None:
+    """Collapse `cell` in JupyterLab and on Colab, with `title` as its first line."""
+    lines = cell.source.split("\n")
+    if lines[0].startswith("#@title"):
+        lines = lines[1:]
+    cell.source = "\n".join([title, *lines])
+    cell.metadata["cellView"] = HIDDEN["cellView"]
+    cell.metadata.setdefault("jupyter", {}).update(HIDDEN["jupyter"])
+
+
 def sync(nb_path: Path) -> bool:
     """Rewrite `nb_path`'s badge, Colab cell and metadata; return True if changed."""
     nb = nbformat.read(nb_path, as_version=4)
@@ -95,6 +112,10 @@ def sync(nb_path: Path) -> bool:
         nb.cells.insert(1, cell)
     else:
         code[0].source = colab_cell_source()
+    hide(next(c for c in nb.cells if c.cell_type == "code"), COLAB_TITLE)
+    for cell in nb.cells:
+        if SOLUTION_TAG in cell.metadata.get("tags", []):
+            hide(cell, SOLUTION_TITLE)
     nb.metadata.update(COLAB_METADATA)
     after = nbformat.writes(nb)
     if after != before:
