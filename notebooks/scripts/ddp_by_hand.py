@@ -3,11 +3,15 @@
     torchrun --nproc-per-node=2 ddp_by_hand.py
 
 Each rank trains two copies of ddp_train.py's model from one start, on its share of
-every global batch. The first copy averages its gradients itself, one all-reduce
-per parameter tensor after `backward`: what DDP automates. The second is wrapped in
-DDP, which packs the gradients into buckets and all-reduces each bucket while
-`backward` still runs. Rank 0 reports how far apart the copies end, on every rank,
-and how many all-reduces each made per step; --dump saves that for a notebook.
+every global batch, on the CPU (gloo). The first copy averages its gradients itself,
+one all-reduce per parameter tensor after `backward`: what DDP automates. The second
+is wrapped in DDP, which packs the gradients into buckets (25 MB by default) and
+all-reduces a bucket as soon as all its gradients are ready. This model's 57 KiB fill
+one bucket, which is ready only when `backward` ends, so here DDP makes one all-reduce
+per step and overlaps nothing; a model with several buckets overlaps the earlier
+buckets' all-reduces with the rest of `backward`. Rank 0 reports how far apart the
+copies end, on every rank, and how many all-reduces each made per step; --dump saves
+that for a notebook.
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ def main() -> None:
     p.add_argument("--dump", default=None, help="rank 0 saves the results here")
     args = p.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
-    rank, world, _ = setup("cpu")  # gloo on the CPU, as torchrun prepared it
+    setup("cpu")  # gloo on the CPU, as torchrun prepared it
+    rank, world = dist.get_rank(), dist.get_world_size()
     x, y = make_data(args.steps * args.batch_size, 16, seed=0).tensors
     batches = [(xb[rank::world], yb[rank::world])  # this rank's share of each batch
                for xb, yb in zip(x.split(args.batch_size), y.split(args.batch_size),
