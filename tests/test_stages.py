@@ -1,4 +1,5 @@
-"""Tests of helpers.stages and of the scripts that notebooks 10 and 11 launch."""
+"""Tests of helpers.stages, of notebooks/scripts/stages.py and of the three pipeline
+scripts that notebooks 10 and 11 launch."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import NOTEBOOK_DIR, foreign_imports, load_script
+from conftest import NOTEBOOK_DIR, load_script
 from torch import nn
 
 from helpers.launch import torchrun
@@ -25,11 +26,12 @@ from helpers.stages import (
     overlap_time,
     plot_timeline,
     split_stages,
-    stage_parser,
     training_memory,
 )
 
 SCRIPTS = NOTEBOOK_DIR / "scripts"
+sys.path.insert(0, str(SCRIPTS))  # the scripts import their sibling stages.py
+script_stages = load_script(SCRIPTS / "stages.py")
 TINY = ["--batch", "6", "--image", "16", "--repeats", "1"]
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Linux")
 two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
@@ -176,66 +178,103 @@ def _stage_grads(path) -> list[torch.Tensor]:
     return torch.load(path, weights_only=True)["grads"]
 
 
+def _float64_reference(images: int) -> tuple[nn.Module, torch.Tensor, list]:
+    """The scripts' unsplit model in float64 on the first images: logits, gradients."""
+    whole = nn.Sequential(*script_stages.make_stages()).double()
+    x, y = (t[:images] for t in _batch())
+    logits = whole(x.double())
+    F.cross_entropy(logits, y).backward()
+    return whole, logits, [p.grad for p in whole.parameters()]
+
+
+def _assert_checked_step(out, images: int):
+    _, logits, grads = _float64_reference(images)
+    got = _stage_grads(out / "stage0.pt") + _stage_grads(out / "stage1.pt")
+    diff = max_rel_diff(got, grads)
+    assert diff < 1e-6, f"float64 gradients differ by {diff:.1e} > 1e-6"
+    saved = torch.load(out / "stage1.pt", weights_only=True)["logits"]
+    assert saved.dtype == torch.float64 and len(saved) == images
+    diff = max_rel_diff([saved], [logits])
+    assert diff < 1e-6, f"float64 logits differ by {diff:.1e} > 1e-6"
+
+
+def test_synthetic_batch_is_what_the_tests_use():
+    x, y = script_stages.synthetic_batch(6, 16)
+    assert torch.equal(x, _batch()[0]) and torch.equal(y, _batch()[1])
+
+
+@pytest.mark.parametrize("image", [16, 33, 64])
+def test_script_cut_shape_matches_its_stage1(image):
+    stage1, _ = script_stages.make_stages()
+    assert stage1(torch.zeros(2, 3, image, image)).shape[1:] == (
+        script_stages.cut_shape(image))
+
+
+def test_script_model_has_our_resnet14_shapes():
+    got = [p.shape for stage in script_stages.make_stages() for p in stage.parameters()]
+    assert got == [p.shape for p in make_resnet(norm="group").parameters()]
+
+
+def test_script_stage_parser_has_the_shared_options(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    args = script_stages.stage_parser("demo").parse_args(["--out", "d", "--batch", "8"])
+    assert (args.out, args.batch, args.image, args.threads, args.device) == (
+        "d", 8, 64, 3, "auto")
+
+
+def _backend_lines(run) -> list[str]:
+    # --device auto: nccl with a GPU per stage where there are two, else gloo
+    backend = "nccl" if torch.cuda.device_count() >= 2 else "gloo"
+    lines = [line for rank in (0, 1) for line in run.lines(rank)
+             if line.startswith("stage ")]
+    assert len(lines) == 2, lines
+    assert all(line.endswith(f"over {backend}") for line in lines), lines
+    return lines
+
+
 @linux_only
 def test_mp_script_matches_the_whole_model(tmp_path):
-    torchrun(SCRIPTS / "mp_two_stages.py", "--out", tmp_path, *TINY, echo=False,
-             timeout=120)
+    run = torchrun(SCRIPTS / "mp_two_stages.py", "--out", tmp_path, *TINY,
+                   "--check-images", "4", echo=False, timeout=120)
+    _backend_lines(run)
     result = json.loads((tmp_path / "mp.json").read_text())
-    assert {"single_s", "split_s", "copy_s"} <= result.keys()
+    assert {"single_s", "split_s", "copy_s", "single", "split"} <= result.keys()
+    assert len(result["single"]) == len(result["split"]) == 1  # --repeats 1
     assert idle_fraction(result["events"]) > 0.4  # naive: one stage at a time
-    x, y = _batch()
-    ref = _grads(make_resnet(), x, y)
-    got = _stage_grads(tmp_path / "stage0.pt") + _stage_grads(tmp_path / "stage1.pt")
-    assert max_rel_diff(got, ref) < 1e-4
+    assert sum(e[1] == "F" for e in result["events"]) == 2  # one micro-batch each
+    _assert_checked_step(tmp_path, images=4)
 
 
 @linux_only
 def test_pipe_manual_script_matches_the_whole_model(tmp_path):
     # --schedules: the same launch then runs pipe_schedules.py's check_and_time
-    torchrun(SCRIPTS / "pipe_manual.py", "--out", tmp_path, *TINY, "--splits", "6,2",
-             "--check-split", "4", "--rounds", "2", "--schedules", "3", echo=False,
-             timeout=120)
+    run = torchrun(SCRIPTS / "pipe_manual.py", "--out", tmp_path, *TINY, "--splits",
+                   "6,2", "--check-images", "4", "--check-split", "1", "--rounds", "2",
+                   "--schedules", "3", echo=False, timeout=120)
+    _backend_lines(run)
     result = json.loads((tmp_path / "pipe.json").read_text())
     assert sorted(result) == ["2", "6"]
     assert all(len(r["runs"]) == 2 for r in result.values()), result  # 2 rounds
     assert sum(e[1] == "F" for e in result["2"]["events"]) == 2 * 3  # 2 stages, m=3
-    x, y = _batch()
-    whole = make_resnet(norm="group")
-    ref = _grads(whole, x, y)
-    got = _stage_grads(tmp_path / "stage0.pt") + _stage_grads(tmp_path / "stage1.pt")
-    assert max_rel_diff(got, ref) < 1e-4
-    logits = torch.load(tmp_path / "stage1.pt", weights_only=True)["logits"]
-    torch.testing.assert_close(logits, whole(x), rtol=1e-4, atol=1e-5)
-    _assert_schedules_match(tmp_path, checked=6)  # 2 images per micro-batch
+    _assert_checked_step(tmp_path, images=4)
+    _assert_schedules_match(tmp_path, checked=6, repeats=3)  # 2 per micro-batch
 
 
 def _load_pipe_schedules():
     return load_script(SCRIPTS / "pipe_schedules.py")
 
 
-def test_pipe_schedules_imports_only_torch_and_the_standard_library():
-    foreign = foreign_imports(SCRIPTS / "pipe_schedules.py")
-    assert not foreign, f"pipe_schedules.py must be copyable alone; imports {foreign}"
-
-
-def test_pipe_schedules_model_has_our_resnet14_shapes():
-    stages = _load_pipe_schedules().make_stages()
-    got = [p.shape for stage in stages for p in stage.parameters()]
-    assert got == [p.shape for p in make_resnet(norm="group").parameters()]
-
-
-def _assert_schedules_match(out, checked: int):
+def _assert_schedules_match(out, checked: int, repeats: int):
     timings = json.loads((out / "schedules.json").read_text())
     assert set(timings) == {"GPipe", "1F1B"}
-    x, y = (t[:checked] for t in _batch())  # the float64 check: the first images
-    whole = nn.Sequential(*_load_pipe_schedules().make_stages()).double()
-    ref = _grads(whole, x.double(), y)
+    assert all(len(t) == repeats for t in timings.values()), timings
+    whole, logits, grads = _float64_reference(checked)
     for name in ("GPipe", "1F1B"):
         saved = [torch.load(out / f"{name}_stage{r}.pt", weights_only=True)
                  for r in (0, 1)]
-        diff = max_rel_diff(saved[0]["grads"] + saved[1]["grads"], ref)
+        diff = max_rel_diff(saved[0]["grads"] + saved[1]["grads"], grads)
         assert diff < 1e-4, f"{name}: gradients differ by {diff:.1e} > 1e-4 (float64)"
-        diff = max_rel_diff([saved[1]["logits"]], [whole(x.double())])
+        diff = max_rel_diff([saved[1]["logits"]], [logits])
         assert diff < 1e-4, f"{name}: logits differ by {diff:.1e} > 1e-4 (float64)"
 
 
@@ -243,13 +282,5 @@ def _assert_schedules_match(out, checked: int):
 def test_pipe_schedules_script_matches_the_whole_model(tmp_path):
     run = torchrun(SCRIPTS / "pipe_schedules.py", "--out", tmp_path, *TINY,
                    "--chunks", "2", echo=False, timeout=120)
-    # --device auto: nccl with a GPU per stage where there are two, else gloo
-    backend = "nccl" if torch.cuda.device_count() >= 2 else "gloo"
-    assert any(line.startswith(backend) for line in run.lines(0)), run.lines(0)
-    _assert_schedules_match(tmp_path, checked=4)  # 2 images per micro-batch, of 6
-
-
-def test_stage_parser_has_the_shared_options(monkeypatch):
-    monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    args = stage_parser("demo").parse_args(["--out", "d", "--batch", "8"])
-    assert (args.out, args.batch, args.image, args.threads) == ("d", 8, 64, 3)
+    _backend_lines(run)
+    _assert_schedules_match(tmp_path, checked=4, repeats=1)  # 2 per micro-batch

@@ -1,13 +1,17 @@
-"""Pipeline parallelism by hand: two stage processes overlap on micro-batches (gloo).
+"""Pipeline parallelism by hand: two stage processes overlap on micro-batches.
 
-Launch with two processes, e.g. `torchrun --nproc-per-node=2 pipe_manual.py --out D`.
-Rank 0 owns stage 1 of a ResNet-14, rank 1 owns stage 2 and the loss. The batch is
-cut into micro-batches of `split_size` images; while rank 1 works on one, rank 0
-already computes the next. Writes, for each split size, the median step time (over
-`--rounds` rounds of `--repeats` steps) and the last step's timeline to D/pipe.json,
-and one checked step's gradients and logits to D/stage{rank}.pt. With
-`--schedules CHUNKS` the same two processes then run pipe_schedules.py's GPipe and
-1F1B on the same batch (its D/schedules.json), timed under the same conditions.
+    torchrun --standalone --nproc-per-node=2 pipe_manual.py --out D
+
+Rank 0 owns stage 1 of a ResNet-14, rank 1 owns stage 2 and the loss: a GPU each over
+nccl where there are two (`--device auto`), else a CPU process each over gloo. The
+batch is cut into micro-batches of `split_size` images; while rank 1 works on one,
+rank 0 already computes the next. First one float64 step on the batch's first
+`--check-images` images, in micro-batches of `--check-split`, saves each stage's
+gradients and the logits to D/stage{rank}.pt. Then, for each split size, it writes
+the step times (`--rounds` rounds over all sizes, each a median of `--repeats`
+steps) and the last step's timeline to D/pipe.json. With `--schedules CHUNKS` the
+same two processes then run pipe_schedules.py's GPipe and 1F1B on the same batch
+(D/schedules.json), timed under the same conditions. Needs its sibling stages.py.
 """
 
 from __future__ import annotations
@@ -17,25 +21,28 @@ import json
 import statistics
 from pathlib import Path
 
-import torch
-
-from helpers.stages import (
-    cut_shape,
+import torch.distributed as dist
+from stages import (
+    checked_step,
     gather_events,
-    join_as_stage,
-    leave_group,
+    join,
+    make_stages,
     pipeline_step,
+    seconds,
     shared_clock,
     stage_parser,
+    synthetic_batch,
 )
-from helpers.timing import benchmark
 
 
 def parse_args() -> argparse.Namespace:
     """Read the command line."""
     p = stage_parser(__doc__)
     p.add_argument("--splits", default="32,16,8,4,2", help="split sizes to time")
-    p.add_argument("--check-split", type=int, default=8, help="split size to check")
+    p.add_argument("--check-images", type=int, default=8,
+                   help="images of the float64 check step")
+    p.add_argument("--check-split", type=int, default=2,
+                   help="split size of the float64 check step")
     p.add_argument("--repeats", type=int, default=1, help="timed steps per round")
     p.add_argument("--rounds", type=int, default=3, help="rounds over all split sizes")
     p.add_argument("--schedules", type=int, default=0, metavar="CHUNKS",
@@ -46,13 +53,12 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     """Check one pipelined step's gradients, then time every split size."""
     args = parse_args()
-    # group norm: see the notebook's pitfall
-    rank, _, stage, x, y = join_as_stage(args, norm="group")
-    act_shape = cut_shape(args.image)  # what stage 1 hands to stage 2, per image
-
-    _, logits = pipeline_step(stage, rank, x, y, args.check_split, act_shape)
-    grads = [p.grad for p in stage.parameters()]
-    torch.save({"grads": grads, "logits": logits}, Path(args.out) / f"stage{rank}.pt")
+    rank, device = join(args)
+    stage = make_stages()[rank].to(device)  # same seed: both stages of one model
+    x, y = (t.to(device) for t in synthetic_batch(args.batch, args.image))
+    n = args.check_images
+    checked_step(stage, x[:n], y[:n], args.check_split, device,
+                 Path(args.out) / f"stage{rank}.pt")
 
     splits = [int(s) for s in args.splits.split(",")]
     runs = {split: [] for split in splits}
@@ -60,26 +66,26 @@ def main() -> None:
     for round_ in range(args.rounds):  # interleave the split sizes: fair under load
         for split in splits:
             def step(split=split) -> None:  # keeps the last step's timeline
-                events[split], _ = pipeline_step(stage, rank, x, y, split, act_shape,
-                                                 t0=t0)
+                events[split], _ = pipeline_step(stage, x, y, split, device, t0=t0)
 
-            t = benchmark(step, warmup=int(round_ == 0), repeats=args.repeats)
-            runs[split].append(t.median)
+            times = seconds(step, device, args.repeats, warmup=int(round_ == 0))
+            runs[split].append(statistics.median(times))
     results = {}
     for split in splits:
         median = statistics.median(runs[split])
         results[split] = {"median": median, "runs": runs[split],
                           "events": gather_events(events[split])}
         if rank == 0:
-            print(f"split_size {split:3d}: {median * 1e3:5.0f} ms/step")
+            print(f"split_size {split:3d}: {median * 1e3:6.1f} ms/step")
     if rank == 0:
         (Path(args.out) / "pipe.json").write_text(json.dumps(results))
-    if args.schedules:  # the standalone script beside this one, on the same batch
+    if args.schedules:  # the script beside this one, on the same batch
         import pipe_schedules
 
         pipe_schedules.check_and_time(Path(args.out), x, y, args.schedules,
-                                      repeats=3, device=torch.device("cpu"))
-    leave_group()
+                                      repeats=3, device=device)
+    dist.barrier()  # nobody leaves while the other rank still communicates
+    dist.destroy_process_group()
 
 
 if __name__ == "__main__":
