@@ -35,7 +35,7 @@ def test_net_maps_features_to_eight_logits(fsdp):
 
 
 def test_refuses_to_run_without_torchrun(fsdp, monkeypatch):
-    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
     with pytest.raises(SystemExit, match="start me with torchrun"):
         fsdp.setup("cpu")
 

@@ -1,6 +1,6 @@
 """Shard a model with FSDP2 (`fully_shard`) and compare with DDP; start with torchrun.
 
-    torchrun --nproc-per-node=2 fsdp_train.py --out build/fsdp
+    torchrun --standalone --nproc-per-node=2 fsdp_train.py --out build/fsdp
 
 Under DDP every rank holds the whole model, its gradients and its optimizer state.
 FSDP2 gives each rank one shard (1/world of the rows) of every parameter, as a
@@ -16,19 +16,23 @@ and Adam state, times the steps, and writes everything to OUT/fsdp_w{world}.json
 `--load-checkpoint D` reads one written by any number of ranks. `--worlds 2,4` runs
 one launch as several world sizes in turn: the first 2 ranks train, compare and save
 as a world of 2 while the others wait, then all 4 measure one step and reload the
-checkpoint (each start of torch costs seconds). `--tp` also splits every block with
-tensor parallelism on the first world and checks it against the unsplit model. With
-one GPU per process it uses nccl, otherwise gloo on the CPU. Only torch and the
-standard library are used, so you can copy this file into your project.
+checkpoint (each start of torch costs seconds); `--one-step` makes every world do
+the second part only. `--tp` also splits every block with tensor parallelism on the
+first world and checks it against the unsplit model. With one GPU per process it
+uses nccl, otherwise gloo on the CPU. DDP runs with gradient_as_bucket_view=True, so
+its gradients are its all-reduce buckets and the bytes counted are all it holds.
+Only torch and the standard library are used, so you can copy this file.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
 import copy
 import json
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -76,8 +80,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--threads", type=int,
                    default=int(os.environ.get("OMP_NUM_THREADS", "1")),
                    help="CPU threads per process")
-    p.add_argument("--device", choices=["auto", "cpu"], default="auto",
+    p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                    help="auto: one GPU per process if there are enough, else CPU")
+    p.add_argument("--one-step", action="store_true",
+                   help="every world measures one float32 step (and reloads the "
+                        "checkpoint): no float64 proof, no timing")
     return p.parse_args(argv)
 
 
@@ -144,7 +151,11 @@ def nbytes(tensors) -> int:
 
 
 def memory(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
-    """Return this rank's bytes of parameters, gradients and optimizer state."""
+    """Return this rank's bytes of parameters, gradients and optimizer state.
+
+    DDP's all-reduce buckets are counted only when the gradients are views into
+    them (gradient_as_bucket_view=True, as here); by default they are a second copy.
+    """
     params = list(model.parameters())
     state = [v for s in opt.state.values() for v in s.values()
              if isinstance(v, torch.Tensor)]
@@ -224,7 +235,7 @@ def compare(args, dtype, device, rank, world, mesh, steps: int,
     runs = {"fsdp": trainer(lambda m: shard(m, mesh)),
             "ddp": trainer(lambda m: DDP(m, device_ids=(
                 [device.index] if device.type == "cuda" else None),
-                process_group=group))}
+                process_group=group, gradient_as_bucket_view=True))}  # see memory()
     if variants:
         runs["fsdp_keep"] = trainer(lambda m: shard(m, mesh,
                                                     reshard_after_forward=False))  # NEW
@@ -239,7 +250,8 @@ def compare(args, dtype, device, rank, world, mesh, steps: int,
             run.step(timed=i >= steps)
     res: dict = {name: {"memory": memory(r.model, r.opt),
                         "held_after_forward": r.held_after_forward,
-                        "step_s": statistics.median(r.times) if r.times else None}
+                        "step_s": statistics.median(r.times) if r.times else None,
+                        "step_samples": r.times}
                  for name, r in runs.items()}
     if variants:
         for name, seen in gathered.items():
@@ -259,26 +271,26 @@ def compare(args, dtype, device, rank, world, mesh, steps: int,
     return res, {name: r.model for name, r in runs.items()}
 
 
-def setup(device: str) -> tuple[int, int, torch.device]:
-    """Join the process group torchrun prepared; return rank, world size, device."""
-    if "RANK" not in os.environ:
-        raise SystemExit("start me with torchrun, e.g. "
-                         "torchrun --nproc-per-node=2 fsdp_train.py --out build/fsdp")
-    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    local_rank = int(os.environ["LOCAL_RANK"])
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world))
-    gpus = torch.cuda.device_count() if device == "auto" else 0
-    if gpus >= local_world:  # one GPU for each process on this machine
+def setup(device: str = "auto") -> torch.device:
+    """Join the process group torchrun describes; return this rank's device."""
+    if "LOCAL_RANK" not in os.environ:
+        raise SystemExit(f"start me with torchrun, e.g. torchrun --standalone "
+                         f"--nproc-per-node=2 {os.path.basename(sys.argv[0])}")
+    local_rank = int(os.environ["LOCAL_RANK"])  # this process's index on its machine
+    local_world = int(os.environ["LOCAL_WORLD_SIZE"])  # processes on this machine
+    if device == "auto":  # a GPU for every process on this machine, or none
+        device = "cuda" if torch.cuda.device_count() >= local_world else "cpu"
+    if device == "cuda":
+        if local_rank >= torch.cuda.device_count():
+            raise SystemExit(f"local rank {local_rank} has no GPU of its own: "
+                             f"{torch.cuda.device_count()} visible on this machine")
         dev = torch.device("cuda", local_rank)
         torch.cuda.set_device(dev)
-        dist.init_process_group("nccl")
-    else:
-        dev = torch.device("cpu")
-        dist.init_process_group("gloo")
-        if rank == 0 and gpus:
-            print(f"{gpus} GPU(s) for {local_world} processes: nccl needs a GPU per "
-                  "process, so every rank runs on the CPU with gloo instead")
-    return rank, world, dev
+        dist.init_process_group("nccl", device_id=dev)  # binds the group to this GPU
+        return dev
+    dist.init_process_group("gloo")
+    atexit.register(time.sleep, 0.2)  # workaround: gloo's threads finish freeing
+    return torch.device("cpu")
 
 
 def describe(model: Net, rank: int, mesh) -> dict:
@@ -388,7 +400,8 @@ def run_world(args, rank: int, world: int, device: torch.device, mesh, out: Path
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    rank, world, device = setup(args.device)
+    device = setup(args.device)
+    rank, world = dist.get_rank(), dist.get_world_size()
     worlds = [int(w) for w in args.worlds.split(",")] if args.worlds else [world]
     for size in worlds:
         if not 1 <= size <= world or args.batch_size % size:
@@ -403,10 +416,10 @@ def main(argv: list[str] | None = None) -> None:
             group = dist.new_group(list(range(size)))
             mesh = DeviceMesh.from_group(group, device.type) if rank < size else None
         if rank < size:
-            run_world(args, rank, size, device, mesh, out, first=i == 0)
+            run_world(args, rank, size, device, mesh, out,
+                      first=i == 0 and not args.one_step)
         dist.barrier()  # the other ranks wait here, idle
     dist.destroy_process_group()
-    time.sleep(0.2)  # let gloo's threads free their last tensors before exit
 
 
 if __name__ == "__main__":
