@@ -113,7 +113,8 @@ bench: $(STAMP)
 badges: $(STAMP)
 	$(BIN)/python -m tools.notebook_conventions
 
-# The static site: every notebook as stored (nothing re-executed), for offline reading.
+# The static site for offline reading: Sphinx with myst-nb renders every notebook as
+# stored (nothing re-executed), with search and navigation; settings in tools/html/.
 html: $(STAMP)
 	$(BIN)/python -m tools.build_site --out site $(NOTEBOOKS)
 
