@@ -31,6 +31,7 @@ EXTERNAL = re.compile(r"^https?://")
 SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*:|^//", re.I)
 NB_LINK = re.compile(r"\]\((\d\d_[\w-]+)\.ipynb(#[^)]*)?\)")
 IMAGES = ("image/png", "image/jpeg", "image/svg+xml")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours, which a page shows as colours
 # myst-parser still calls APIs that a later Sphinx removes; not the course's to fix.
 pytestmark = pytest.mark.filterwarnings("ignore::PendingDeprecationWarning:myst_parser")
 
@@ -178,7 +179,7 @@ def test_pages_show_the_stored_outputs_and_figures_executing_nothing(site, noteb
         outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
         for out in outputs:
             if out.output_type == "stream" and out.name == "stdout":
-                for line in out.text.splitlines():
+                for line in ANSI.sub("", out.text).splitlines():
                     assert " ".join(line.split()) in words, (stem, line)
         figures = sum(any(m in o.get("data", {}) for m in IMAGES) for o in outputs)
         shown = [i["src"] for i in page.images if i["src"].startswith("_images/")]
@@ -212,7 +213,7 @@ def test_the_colab_badge_is_a_plain_link_and_solutions_are_folded(site, notebook
         if "colab.research.google.com" in nb.cells[0].source:
             assert re.search(rf'href="https://colab[^"]+/{stem}\.ipynb"', html), stem
         hidden = sum(bool(c.metadata.get("jupyter", {}).get("source_hidden"))
-                     for c in nb.cells)
+                     or "hide-input" in c.metadata.get("tags", []) for c in nb.cells)
         assert html.count('<details class="admonition hide above-input">') == hidden
 
 
@@ -229,6 +230,13 @@ def test_the_checker_catches_what_it_should(tmp_path):
     assert len(problems) == 7, problems
     for needle in ["x.css", "x.js", "b.svg", "alt text", "y.css", "gone.html", "#b"]:
         assert any(needle in p for p in problems), (needle, problems)
+
+
+def test_build_never_replaces_a_folder_that_is_not_a_site(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="not replacing"):
+        build_site.build_site(NOTEBOOKS[:1] or [tmp_path / "x.ipynb"], tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
 def test_main_fails_clearly_without_notebooks(tmp_path, capsys, monkeypatch):

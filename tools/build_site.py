@@ -32,6 +32,8 @@ def build_site(notebooks: list[Path], out: Path, *sphinx_args: str) -> int:
     """Render `notebooks` and an index into `out` (replaced); return Sphinx's status."""
     if not notebooks:
         raise ValueError("no notebooks to build")
+    if out.is_dir() and any(out.iterdir()) and not (out / ".buildinfo").exists():
+        raise ValueError(f"{out} holds files but no site: not replacing it")
     with tempfile.TemporaryDirectory() as tmp:
         src, html = Path(tmp, "src"), Path(tmp, "html")
         src.mkdir()
