@@ -25,7 +25,7 @@ def run() -> dict[str, float | int]:
     splits = ",".join(str(BATCH // m) for m in MICRO_BATCHES)
     with tempfile.TemporaryDirectory() as out:
         torchrun(SCRIPT, "--out", out, "--batch", BATCH, "--image", IMAGE,
-                 "--splits", splits, "--check-split", BATCH // 4, "--repeats", 3,
+                 "--splits", splits, "--repeats", 3,
                  "--rounds", ROUNDS, nproc=2, threads=1, echo=False, timeout=600)
         result = json.loads((Path(out) / "pipe.json").read_text())
     times = {BATCH // int(s): r["median"] for s, r in result.items()}
