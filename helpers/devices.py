@@ -60,7 +60,7 @@ def try_all_gpus() -> list[torch.device]:
 
 @dataclass(frozen=True)
 class RankPlan:
-    """Where the ranks of a launch run: how many, on which device, over which backend."""
+    """Where a launch's ranks run: how many, on which device, over which backend."""
 
     world: int
     device: str  # "cuda" (one GPU per rank) or "cpu"; the scripts' --device value
