@@ -14,6 +14,8 @@ from conftest import NOTEBOOK_DIR, foreign_imports, load_script
 from helpers.launch import torchrun
 
 SCRIPT = NOTEBOOK_DIR / "scripts" / "fsdp_train.py"
+SIBLINGS = ("fsdp_model", "fsdp_checkpoint", "tp_mlp")  # the files it imports
+sys.path.insert(0, str(SCRIPT.parent))  # as torchrun does for the script itself
 TINY = ["--dim", "32", "--depth", "2", "--batch-size", "8", "--device", "cpu"]
 TOLERANCE = 1e-10  # float64, as in the notebook
 
@@ -25,9 +27,10 @@ def fsdp():
     return load_script(SCRIPT)
 
 
-def test_imports_only_torch_and_the_standard_library():
-    others = foreign_imports(SCRIPT)
-    assert not others, f"imports beyond torch and the standard library: {others}"
+def test_imports_only_torch_the_standard_library_and_its_siblings():
+    for path in [SCRIPT, *(SCRIPT.with_name(f"{name}.py") for name in SIBLINGS)]:
+        others = foreign_imports(path, allowed=SIBLINGS)
+        assert not others, f"{path.name} imports beyond torch and the stdlib: {others}"
 
 
 def test_net_maps_features_to_eight_logits(fsdp):

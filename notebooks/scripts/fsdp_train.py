@@ -21,14 +21,15 @@ the second part only. `--tp` also splits every block with tensor parallelism on 
 first world and checks it against the unsplit model. With one GPU per process it
 uses nccl, otherwise gloo on the CPU. DDP runs with gradient_as_bucket_view=True, so
 its gradients are its all-reduce buckets and the bytes counted are all it holds.
-Only torch and the standard library are used, so you can copy this file.
+The model lives in fsdp_model.py, the checkpoint in fsdp_checkpoint.py and tensor
+parallelism in tp_mlp.py; only torch and the standard library are used, so copy the
+four files together.
 """
 
 from __future__ import annotations
 
 import argparse
 import atexit
-import copy
 import json
 import os
 import statistics
@@ -38,22 +39,18 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-import torch.distributed.checkpoint as dcp
+from fsdp_checkpoint import checkpoint
+from fsdp_model import Net, batch, build, full_params, max_diff, nbytes, shard
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.tensor import DTensor
-from torch.distributed.tensor.debug import CommDebugMode
-from torch.distributed.tensor.parallel import (
-    ColwiseParallel,
-    RowwiseParallel,
-    parallelize_module,
-)
 from torch.nn.parallel import DistributedDataParallel as DDP
+from tp_mlp import tensor_parallel
 
 try:  # the public home since torch 2.6
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed.fsdp import MixedPrecisionPolicy
 except ImportError:  # older torch kept FSDP2 in a private module
-    from torch.distributed._composable.fsdp import MixedPrecisionPolicy, fully_shard
+    from torch.distributed._composable.fsdp import MixedPrecisionPolicy
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -88,68 +85,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-class Block(nn.Module):
-    """A residual MLP block: x + W2 gelu(W1 x), the shape of a transformer's MLP."""
-
-    def __init__(self, dim: int):
-        super().__init__()
-        self.up = nn.Linear(dim, 4 * dim)
-        self.down = nn.Linear(4 * dim, dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x + self.down(nn.functional.gelu(self.up(x)))
-
-
-class Net(nn.Module):
-    """`depth` blocks and a linear head with 8 classes (divisible by 1, 2, 4 ranks)."""
-
-    def __init__(self, dim: int = 256, depth: int = 4, classes: int = 8):
-        super().__init__()
-        self.blocks = nn.ModuleList(Block(dim) for _ in range(depth))
-        self.head = nn.Linear(dim, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for block in self.blocks:
-            x = block(x)
-        return self.head(x)
-
-
-def build(args: argparse.Namespace, dtype: torch.dtype, device: torch.device,
-          seed: int = 0) -> Net:
-    """Return the seeded model: the same weights in every process."""
-    torch.manual_seed(seed)
-    return Net(args.dim, args.depth).to(device=device, dtype=dtype)
-
-
-def shard(model: Net, mesh, **options) -> Net:  # NEW
-    """Apply FSDP2: each block is one unit, then the root takes what is left."""
-    for block in model.blocks:  # NEW: one all-gather per block, just in time
-        fully_shard(block, mesh=mesh, **options)  # NEW
-    fully_shard(model, mesh=mesh, **options)  # NEW: the head, and the root's duties
-    return model
-
-
-def batch(step: int, args: argparse.Namespace, dtype: torch.dtype,
-          device: torch.device, rank: int, world: int):
-    """Return this rank's slice of the global batch for `step` (seeded by step)."""
-    g = torch.Generator().manual_seed(1000 + step)
-    x = torch.randn(args.batch_size, args.dim, generator=g, dtype=dtype)
-    y = torch.randint(0, 8, (args.batch_size,), generator=g)
-    share = args.batch_size // world
-    part = slice(rank * share, (rank + 1) * share)
-    return x[part].to(device), y[part].to(device)
-
-
-def local(t: torch.Tensor) -> torch.Tensor:
-    """Return the part of `t` that this process stores (its shard, for a DTensor)."""
-    return t.to_local() if isinstance(t, DTensor) else t
-
-
-def nbytes(tensors) -> int:
-    """Return the bytes this process stores for `tensors`."""
-    return sum(local(t).numel() * local(t).element_size() for t in tensors)
-
-
 def memory(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
     """Return this rank's bytes of parameters, gradients and optimizer state.
 
@@ -162,18 +97,6 @@ def memory(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
     return {"params": nbytes(params),
             "grads": nbytes(p.grad for p in params if p.grad is not None),
             "optimizer": nbytes(state)}
-
-
-def full_params(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Return every full parameter on the CPU; DTensor shards are all-gathered."""
-    model = getattr(model, "module", model)  # DDP's wrapped model: the same names
-    return {name: (p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu()
-            for name, p in model.named_parameters()}
-
-
-def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
-    """Return the largest |a - b| over all parameters."""
-    return max((v - b[k]).abs().max().item() for k, v in a.items())
 
 
 class Trainer:
@@ -304,68 +227,6 @@ def describe(model: Net, rank: int, mesh) -> dict:
         print("  to_local().shape per rank: " + ", ".join(map(str, shapes)))
     return {"type": type(w).__name__, "placements": str(w.placements),
             "shape": list(w.shape), "local_shapes": [list(s) for s in shapes]}
-
-
-def checkpoint(path: str, save: bool, model: Net, args, device: torch.device,
-               rank: int, mesh, out: Path) -> None:
-    """Save or load a sharded checkpoint; write the full weights it holds."""
-    group = mesh.get_group()  # the ranks of this world
-    if save:  # NEW: each rank writes its own shards, in parallel
-        dcp.save({"model": model.state_dict()}, checkpoint_id=path, process_group=group)
-        tag = "saved"
-    else:  # NEW: a fresh model, other weights, sharded for *this* world size
-        model = shard(build(args, torch.float32, device, seed=1), mesh)
-        state = {"model": model.state_dict()}  # DTensors: they say what to read
-        dcp.load(state, checkpoint_id=path, process_group=group)  # NEW: in place
-        model.load_state_dict(state["model"])
-        tag = "loaded"
-    weights = full_params(model)
-    if rank == 0:
-        torch.save(weights, out / f"{tag}_w{mesh.size()}.pt")
-        print(f"{tag} a sharded checkpoint: {len(weights)} tensors")
-
-
-def counts(mode: CommDebugMode) -> dict[str, int]:
-    """Return {collective name: calls} from a CommDebugMode, names shortened."""
-    return {str(op).split(".")[-1]: n for op, n in mode.get_comm_counts().items()}
-
-
-def tensor_parallel(args, device: torch.device, rank: int, mesh, out: Path) -> None:
-    """Split each block's two layers over the ranks; compare with the unsplit model."""
-    ref = build(args, torch.float64, device, seed=2)  # the same on every rank
-    tp = copy.deepcopy(ref)
-    for block in tp.blocks:  # NEW: Megatron's split of a transformer MLP
-        parallelize_module(block, mesh, {
-            "up": ColwiseParallel(),  # NEW: rows (outputs) split: no communication
-            "down": RowwiseParallel(),  # NEW: columns (inputs) split: sum partials
-        })
-    g = torch.Generator().manual_seed(2)
-    x = torch.randn(args.batch_size, args.dim, generator=g, dtype=torch.float64)
-    x = x.to(device).requires_grad_()  # as if an earlier layer made it
-    with CommDebugMode() as fwd:
-        got = tp(x)
-    with CommDebugMode() as bwd:
-        got.sum().backward()
-    want = ref(x)
-    want.sum().backward()
-    grads = {n: p.grad.full_tensor() if isinstance(p.grad, DTensor) else p.grad
-             for n, p in tp.named_parameters()}
-    result = {
-        "out_diff": (got - want).abs().max().item(),
-        "grad_diff": max((grads[n] - p.grad).abs().max().item()
-                         for n, p in ref.named_parameters()),
-        "forward": counts(fwd), "backward": counts(bwd), "world": mesh.size(),
-        "batch": args.batch_size, "dim": args.dim, "blocks": args.depth,
-        "shapes": {n: [list(p.shape), list(p.to_local().shape)]
-                   for n, p in tp.blocks[0].named_parameters()},
-        # what each forward all-reduce sums: one block's partial outputs
-        "forward_elements": got.shape[0] * args.dim,
-    }
-    if rank == 0:
-        (out / "tp.json").write_text(json.dumps(result, indent=1))
-        print(f"tensor parallel, {mesh.size()} ranks: collectives forward "
-              f"{result['forward']}, backward {result['backward']}; max |diff| "
-              f"{max(result['out_diff'], result['grad_diff']):.1e} (float64)")
 
 
 def run_world(args, rank: int, world: int, device: torch.device, mesh, out: Path,
