@@ -3,8 +3,9 @@
 Runs notebooks/scripts/ddp_train.py under torchrun (gloo), the same global batch and
 steps each time, and reads the median time per training step that the script
 measures after its warm-up steps (launch, import time, checkpoints and barriers
-excluded). Runs alternate between the configurations so that background load hits
-them alike; the result is the median over REPEATS runs of each run's median.
+excluded). The configurations run back to back in each of REPEATS rounds, so that
+background load hits them alike; each ratio is the median over rounds of that round's
+ratio, reported with the rounds' spread.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from helpers.launch import torchrun
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "notebooks" / "scripts" / "ddp_train.py"
-REPEATS = 3
+REPEATS = 5
 # 16x16 images through a 32/64/64-channel CNN: about 5.5 GFLOP per step of 64 images
 # for 56,772 weights (222 KiB to all-reduce), so compute dwarfs communication, and
 # the activations of one rank's 32 images stay in its core's L2 cache. Measured while
@@ -50,12 +51,17 @@ def run() -> dict[str, float | int | str]:
     med = {name: statistics.median(v) for name, v in ms.items()}
     for name, values in ms.items():
         print(f"   {name:15s} ms/step: " + ", ".join(f"{v:.1f}" for v in values))
+    ddp = [a / b for a, b in zip(ms["1proc"], ms["2proc"], strict=True)]
+    threads = [a / b for a, b in zip(ms["1proc"], ms["1proc_2threads"], strict=True)]
     return {
-        "ddp_cpu_speedup_2proc": med["1proc"] / med["2proc"],
-        "ddp_cpu_speedup_1proc_2threads": med["1proc"] / med["1proc_2threads"],
+        "ddp_cpu_speedup_2proc": statistics.median(ddp),
+        "ddp_cpu_speedup_2proc_spread": f"{min(ddp):.2f}-{max(ddp):.2f}",
+        "ddp_cpu_speedup_1proc_2threads": statistics.median(threads),
+        "ddp_cpu_speedup_1proc_2threads_spread":
+            f"{min(threads):.2f}-{max(threads):.2f}",
         "ddp_cpu_ms_per_step_1proc": med["1proc"],
         "ddp_cpu_ms_per_step_2proc": med["2proc"],
         "ddp_cpu_allreduce_ms": results["2proc"]["allreduce_ms"],
         "ddp_cpu_max_param_diff": diff.abs().max().item(),
-        "ddp_cpu_workload": " ".join(WORK[:-4]) + f", {REPEATS} runs each",
+        "ddp_cpu_workload": " ".join(WORK[:-4]) + f", {REPEATS} rounds",
     }
