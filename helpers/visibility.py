@@ -2,9 +2,10 @@
 
 CUDA reads `CUDA_VISIBLE_DEVICES` once, when the driver starts in a process (the
 first `torch.cuda.is_available()`, `torch.cuda.init()` or CUDA tensor; not
-`torch.cuda.device_count()`, which PyTorch answers through NVML until then). Changing
-the variable afterwards does nothing in that process, silently; it only reaches the
-processes it launches later. Nothing here runs at import time.
+`torch.cuda.device_count()`, which PyTorch answers through NVML, re-reading the
+variable, until its own CUDA initialisation). Changing the variable afterwards does not
+change the process's GPUs, silently; it only reaches the processes it launches later.
+Nothing here runs at import time.
 """
 
 from __future__ import annotations
