@@ -10,8 +10,11 @@ WRONG = {
         "    made = {dt: [torch.randn(n, n, dtype=dt, device=device) for _ in 'xy']\n"
         "            for dt in DTYPES}\n"
         "    return {dt: matmul_timing(x, y).median for dt, (x, y) in made.items()}"],
-    3: ["def pick_device():  # right on this machine only\n"
+    3: ["def pick_device(i=0):  # right on this machine only\n"
         "    return torch.device('cpu')",
-        "def pick_device():  # the build's accelerator, present or not\n"
-        "    return torch.accelerator.current_accelerator() or torch.device('cpu')"],
+        "def pick_device(i=0):  # never checks that device i exists\n"
+        "    found = torch.accelerator.current_accelerator(check_available=True)\n"
+        "    return torch.device(found.type, i) if found else torch.device('cpu')",
+        "def pick_device(i=0):  # the build's accelerator, present or not\n"
+        "    return torch.device(torch.accelerator.current_accelerator().type, i)"],
 }
