@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import warnings
 
@@ -20,6 +21,13 @@ TINY = ["--dim", "32", "--depth", "2", "--batch-size", "8", "--device", "cpu"]
 TOLERANCE = 1e-10  # float64, as in the notebook
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Linux")
+
+
+def free_port() -> int:
+    """Return a TCP port that is free on this machine now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -116,3 +124,22 @@ def test_tensor_parallel_blocks_equal_the_unsplit_ones(two_ranks):
     assert result["shapes"]["up.weight"] == [[128, 32], [64, 32]], result["shapes"]
     assert result["shapes"]["down.weight"] == [[32, 128], [32, 64]], result["shapes"]
     assert result["forward_elements"] == 8 * 32, result
+
+
+def test_one_step_reloads_in_a_launch_of_its_own(two_ranks, fsdp, monkeypatch):
+    """The path of 2-3 GPU machines: a second launch measures and reloads only (run
+    here in this process as a world of one, to save the start of another torch)."""
+    out, _ = two_ranks
+    again = out / "again"
+    env = {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1",
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port())}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    fsdp.main([*TINY, "--out", str(again), "--one-step", "--load-checkpoint",
+               str(out / "ckpt"), "--threads", str(torch.get_num_threads())])
+    one = json.loads((again / "fsdp_w1.json").read_text())
+    assert set(one) >= {"float32", "shard"} and "float64" not in one, sorted(one)
+    assert one["float32"]["fsdp"]["step_s"] is None, "--one-step times nothing"
+    saved = torch.load(out / "saved_w2.pt", weights_only=True)
+    loaded = torch.load(again / "loaded_w1.pt", weights_only=True)
+    assert all(torch.equal(saved[k], loaded[k]) for k in saved)
