@@ -239,3 +239,32 @@ def test_the_planted_hang_is_caught_at_once_and_fixed(tmp_path):
     assert said == {0, 1}, lines
     fixed = torchrun(script, "--fixed", nproc=2, echo=False, timeout=60)
     assert fixed.lines(0) == ["accuracy 65.6% of 32 samples"], fixed.lines(0)
+
+
+@pytest.mark.parametrize(("gpus", "local", "asked", "want"), [
+    (0, (0, 2), "auto", ("gloo", "cpu")), (1, (1, 2), "auto", ("gloo", "cpu")),
+    (2, (1, 2), "auto", ("nccl", "cuda:1")), (4, (3, 4), "cuda", ("nccl", "cuda:3")),
+    (2, (1, 2), "cpu", ("gloo", "cpu"))])
+def test_setup_gives_each_local_rank_its_own_gpu(ddp, monkeypatch, gpus, local, asked,
+                                                  want):
+    """On faked GPUs: nccl with device_id = cuda:LOCAL_RANK, or gloo on the CPU."""
+    joined = []
+    monkeypatch.setenv("LOCAL_RANK", str(local[0]))
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", str(local[1]))
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda dev: None)
+    monkeypatch.setattr(ddp.dist, "init_process_group",
+                        lambda backend, **kw: joined.append((backend, kw)))
+    monkeypatch.setattr(ddp.atexit, "register", lambda *a: None)
+    dev = ddp.setup(asked)
+    assert (joined[0][0], str(dev)) == want, joined
+    if want[0] == "nccl":
+        assert joined[0][1] == {"device_id": dev}, "nccl without device_id"
+
+
+def test_setup_refuses_a_local_rank_without_a_gpu(ddp, monkeypatch):
+    monkeypatch.setenv("LOCAL_RANK", "2")
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "3")
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(SystemExit, match="local rank 2 has no GPU of its own"):
+        ddp.setup("cuda")
