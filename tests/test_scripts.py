@@ -49,11 +49,28 @@ def test_script_imports_only_torch_stdlib_and_siblings(path):
                          "folder must run with torch alone")
 
 
+def _siblings(path) -> set[str]:
+    """Return the sibling scripts that `path` imports."""
+    stems = {p.stem for p in SCRIPTS}
+    tree = ast.parse(path.read_text())
+    names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import)
+              for a in n.names}
+    return names & stems
+
+
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.stem)
 def test_script_joins_its_group_with_the_canonical_setup(path):
     source = path.read_text()
-    if path.stem in SPAWNED or "init_process_group" not in source:
-        pytest.skip(f"{path.name} joins no group through torchrun itself")
+    if path.stem in SPAWNED:
+        pytest.skip(f"{path.name} is started by mp.spawn, not torchrun")
+    if "init_process_group" not in source:  # joins through a sibling's setup(), or not
+        joiners = [s for s in sorted(_siblings(path))
+                   if "init_process_group" in path.with_name(f"{s}.py").read_text()]
+        if not joiners:
+            pytest.skip(f"{path.name} joins no process group")
+        path = path.with_name(f"{joiners[0]}.py")  # whose setup() it joins through
+        source = path.read_text()
     setup = _functions(path).get("setup")
     assert setup == CANONICAL_SETUP, (
         f"{path.name}: setup() must be tests/test_scripts.py's CANONICAL_SETUP, "
