@@ -1,25 +1,29 @@
-"""Run `torchrun` from a notebook cell: stream every rank's output, always clean up.
+"""Run `torchrun` from a notebook cell (notebooks 08-13, bench/): show, stream, stop.
 
-`torchrun("scripts/ddp_train.py", "--epochs", "2", nproc=2)` runs
-`python -m torch.distributed.run` on this machine with a free port and prints each
-worker's lines as they come, prefixed `[rank N]`. If a rank fails, the time runs out
-or you interrupt the cell, every process of the launch is stopped and a `LaunchError`
-names the failed rank and shows its last lines. A rank's stdout and stderr are read
-separately, so their lines keep their own order but may interleave differently.
-Nothing runs at import time.
+`torchrun("scripts/ddp_train.py", "--epochs", 2)` first prints the command a learner
+would type ("starting 2 processes: torchrun --standalone --nproc-per-node=2 ..."),
+then each rank's lines as they come, as `[rank N] ...`, and returns a `LaunchResult`.
+Several agents (nnodes > 1) play machines on 127.0.0.1: --node-rank and a port the
+OS picked, or with max_restarts a c10d rendezvous. If the machine has nnodes * nproc
+GPUs or more, agent k sees only its own nproc (CUDA_VISIBLE_DEVICES), so no two
+agents' LOCAL_RANK 0 share a GPU; with fewer, GPUs are left alone (use --device cpu).
 
-The `[rank N]` prefix is asked for through the environment variable
-TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE, which every supported torchrun reads (its
-`--log-line-prefix-template` option is newer). A torchrun that ignores it prefixes
-`[default<local rank>]:`, which is understood too.
+On a failure, timeout or interrupt, every process of the launch is terminated, then
+killed after a grace period (psutil), and a `LaunchError` says why: the failed rank's
+exception from torchrun's error file if the script's main is decorated with
+`@record` (torch.distributed.elastic.multiprocessing.errors), else its last lines.
+`--dump` files are deleted before the start, and an unfinished launch says that its
+`--dump`/`--out` results are missing or stale, so no later cell reads them unawares.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import queue
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -31,25 +35,37 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["LaunchError", "LaunchResult", "free_port", "launch_pids", "torchrun"]
+from helpers.devices import num_gpus
+
+try:
+    import psutil
+except ImportError:  # only a launch needs it: `import helpers` works without
+    psutil = None
+
+__all__ = ["LaunchError", "LaunchResult", "free_port", "torchrun"]
 
 TAG = "COURSE_LAUNCH_ID"  # set in every process of a launch, so none can hide
 _PREFIX = "[rank ${rank}] "  # torchrun fills in the global rank
-# A line tee'd from a rank: ours, or torchrun's default "[default<local_rank>]:".
-# torch itself may add "[rank0]:" to a rank's warnings; that is dropped too.
-_RANK_LINE = re.compile(
-    r"^(?:\[rank (?P<rank>\d+)\] ?|\[default(?P<local>\d+)\]:)(?:\[rank\d+\]: ?)?(.*)$")
-_GLOG = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ [^\]]*\] ")  # torchrun's log prefix
-_SUMMARY = re.compile(r"^\s*(time|host|error_file|traceback)\s*:|^[=*-]{8,}$")
-_FAILURE = re.compile(r"rank\s*:\s*(\d+) \(local_rank: \d+\)\s*exitcode\s*:\s*(-?\d+)")
 _PY_LIB = re.compile(r"[^\s\"']*/lib/python3\.\d+/(?:site-packages/|dist-packages/)?")
-_CARETS = re.compile(r"^\s*[\^~]+\s*$")
-_FRAME = re.compile(r'^\s*File "[^"]*", line \d+')
 # Workaround, not part of torchrun: by default the rank processes share the
 # rendezvous store, and after a restart a rank can read a key left by the previous
 # attempt and connect to a port nobody listens on (pytorch/pytorch#135712, #167288).
-# Their own store per attempt avoids that.
 _RESTART_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+# An agent is torchrun's own main that, when ranks fail, also saves what torchrun
+# knows of each: exit code, the message in its error file (written if the script's
+# main is decorated with @record) and when that file was written. No log is parsed.
+_AGENT = """import json, os, sys
+from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+from torch.distributed.run import main
+try:
+    main(sys.argv[1:])
+except ChildFailedError as err:
+    json.dump({r: [f.exitcode, f.message.get("message") if isinstance(f.message, dict)
+                   else None, os.path.isfile(f.error_file) and os.stat(f.error_file)
+                   .st_mtime_ns] for r, f in err.failures.items()},
+              open(os.environ["COURSE_FAILURES"], "w"))
+    sys.exit(1)
+"""
 
 
 class LaunchError(RuntimeError):
@@ -58,30 +74,23 @@ class LaunchError(RuntimeError):
     def __init__(self, message: str, rank: int | None = None,
                  result: LaunchResult | None = None):
         super().__init__(message)
-        self.rank = rank
-        self.result = result
+        self.rank, self.result = rank, result
 
 
 @dataclass
 class LaunchResult:
-    """What a launch ran and printed, rank by rank."""
+    """What a launch ran (`commands`: one per agent, as typed) and printed, by rank."""
 
     commands: list[str]
     tag: str
     output: list[tuple[int, str]] = field(default_factory=list)
-    agent_output: list[str] = field(default_factory=list)
+    agent_output: list[str] = field(default_factory=list)  # torchrun's own lines
     returncodes: list[int | None] = field(default_factory=list)
-    exit_order: list[int] = field(default_factory=list)
     seconds: float = 0.0
 
     def lines(self, rank: int) -> list[str]:
         """Return the lines that `rank` printed, without the `[rank N]` prefix."""
         return [text for r, text in self.output if r == rank]
-
-    def __repr__(self) -> str:
-        ranks = sorted({r for r, _ in self.output})
-        return (f"LaunchResult(ranks={ranks}, lines={len(self.output)}, "
-                f"returncodes={self.returncodes}, seconds={self.seconds:.1f})")
 
 
 def free_port() -> int:
@@ -91,316 +100,232 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _port_is_free(port: int) -> bool:
-    """Return True if a server could listen on `port` of 127.0.0.1 now."""
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
+def _agent_gpus(nnodes: int, nproc: int) -> list[dict[str, str]]:
+    """Return each agent's CUDA_VISIBLE_DEVICES: its own GPUs, if there are enough."""
+    count = num_gpus()
+    if nnodes == 1 or count < nnodes * nproc:
+        return [{}] * nnodes
+    seen = os.environ.get("CUDA_VISIBLE_DEVICES")
+    ids = seen.split(",")[:count] if seen else [str(i) for i in range(count)]
+    return [{"CUDA_VISIBLE_DEVICES": ",".join(ids[k * nproc:(k + 1) * nproc])}
+            for k in range(nnodes)]
 
 
-def _running(pid: int) -> bool:
-    """Return True if `pid` exists and is not a zombie (Linux /proc)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def _env_of(pid: int) -> list[bytes]:
-    """Return the environment of `pid` as KEY=VALUE items ([] if unreadable)."""
-    try:
-        return Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return []
-
-
-def launch_pids(tag: str) -> list[int]:
-    """Return the live processes (not zombies) that carry launch `tag` (Linux only)."""
-    needle = f"{TAG}={tag}".encode()
-    pids = (int(p.name) for p in Path("/proc").glob("[0-9]*"))
-    return sorted(pid for pid in pids if needle in _env_of(pid) and _running(pid))
-
-
-def _rank_of(pid: int) -> int | None:
-    """Return the RANK a worker process was given, if it can be read."""
-    for item in _env_of(pid):
-        if item.startswith(b"RANK=") and item[5:].isdigit():
-            return int(item[5:])
-    return None
-
-
-class _ExitWatch:
-    """Note the order in which the ranks' worker processes exit (Linux /proc)."""
-
-    def __init__(self, agents: list[subprocess.Popen], workers: int):
-        self.agents = {p.pid for p in agents}
-        self.workers, self.ranks, self.order, self.next_scan = workers, {}, [], 0.0
-
-    def poll(self) -> None:
-        """Find the workers (children of the agents); note any that exited."""
-        now = time.monotonic()
-        if len(self.ranks) < self.workers and now > self.next_scan:
-            self.next_scan = now + 0.2
-            for stat in Path("/proc").glob("[0-9]*/stat"):
-                try:
-                    ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
-                except (OSError, IndexError, ValueError):
-                    continue
-                pid = int(stat.parent.name)
-                if ppid in self.agents and pid not in self.ranks:
-                    self.ranks[pid] = _rank_of(pid)
-        for pid, rank in self.ranks.items():
-            if rank is not None and rank not in self.order and not _running(pid):
-                self.order.append(rank)
+def _commands(script: str, args: list[str], nproc: int, nnodes: int,
+              max_restarts: int, env: dict[str, str]) -> list[list[str]]:
+    """Return each agent's command line, as a learner would type it."""
+    port, gpus = free_port(), _agent_gpus(nnodes, nproc)
+    after = [f"--max-restarts={max_restarts}"] if max_restarts else []
+    meet: list[list[str]] = [["--standalone"]] * nnodes  # one agent
+    if nnodes > 1 and max_restarts:  # c10d: the same command on every agent
+        meet = [[f"--nnodes={nnodes}", "--rdzv-backend=c10d",
+                 f"--rdzv-endpoint=127.0.0.1:{port}"]] * nnodes
+    elif nnodes > 1:
+        meet = [[f"--nnodes={nnodes}", f"--node-rank={k}"] for k in range(nnodes)]
+        after = ["--master-addr=127.0.0.1", f"--master-port={port}"]
+    return [[*(f"{k}={v}" for k, v in {**gpus[n], **env}.items()), "torchrun",
+             *meet[n], f"--nproc-per-node={nproc}", *after, script, *args]
+            for n in range(nnodes)]
 
 
 def _tidy(line: str) -> str:
     """Shorten absolute paths so output holds no machine-specific directories."""
-    line = line.replace(sys.executable, "python")
-    line = line.replace(os.getcwd() + os.sep, "")
-    line = _PY_LIB.sub("", line)
-    return line.replace(os.path.expanduser("~"), "~")
+    line = line.replace(sys.executable, "python").replace(os.getcwd() + os.sep, "")
+    return _PY_LIB.sub("", line).replace(os.path.expanduser("~"), "~")
 
 
-def _stop(procs: list[subprocess.Popen], tag: str, grace: float = 3.0) -> None:
-    """Stop the agents gently (they stop their workers), then kill what is left."""
+def _processes(agents: list[subprocess.Popen], tag: str) -> list:
+    """Return the live processes of a launch: agents, descendants, orphans (tag)."""
+    found = {}
+    for agent in agents:
+        with contextlib.suppress(psutil.Error):
+            if agent.poll() is None:  # not reaped, so its pid is still its own
+                root = psutil.Process(agent.pid)
+                found |= {p.pid: p for p in [root, *root.children(recursive=True)]}
+    for p in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError):
+            if p.pid not in found and p.environ().get(TAG) == tag:
+                found[p.pid] = p
+    return list(found.values())
+
+
+def _stop(agents: list[subprocess.Popen], tag: str, grace: float = 3.0) -> list[int]:
+    """Terminate every process of the launch, kill what outlives `grace`, reap.
+
+    Return the ranks whose workers were still running.
+    """
+    procs, ranks = _processes(agents, tag), set()
     for p in procs:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)  # the agent forwards it to its ranks
-            except (ProcessLookupError, PermissionError, AttributeError):
-                p.terminate()
+        with contextlib.suppress(psutil.Error, KeyError, ValueError):
+            ranks.add(int(p.environ()["RANK"]))  # a worker's (or its child's)
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
     end = time.monotonic() + grace
-    while time.monotonic() < end and any(p.poll() is None for p in procs):
+    while time.monotonic() < end and any(_alive(p) for p in procs):
         time.sleep(0.05)
-    for _ in range(3):  # workers live in their own sessions; the tag finds them all
-        left = [p.pid for p in procs if p.poll() is None] + launch_pids(tag)
-        if not left:
-            break
-        for pid in left:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.1)
-    for p in procs:
-        p.wait()
+    for p in procs + _processes(agents, tag):  # and any started meanwhile
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    for agent in agents:
+        agent.wait()
+    return sorted(ranks)
 
 
-def _command(script: str, args: tuple, nproc: int, nnodes: int, node: int, port: int,
-             log_dir: str, max_restarts: int = 0) -> list[str]:
-    """Return the argv of one torchrun agent (one "node") on 127.0.0.1."""
-    # --tee=3 copies each rank's stdout and stderr to ours, each line prefixed by the
-    # template in TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE (set in the agent's env).
-    # A job that may restart meets through the c10d rendezvous, as torchrun's docs
-    # advise for fault-tolerant jobs; the static one keeps its store across restarts.
-    meet = ["--rdzv-backend=c10d", f"--rdzv-endpoint=127.0.0.1:{port}"] if (
-        max_restarts) else ["--master-addr=127.0.0.1", f"--master-port={port}"]
-    return [sys.executable, "-m", "torch.distributed.run",
-            f"--nnodes={nnodes}", f"--node-rank={node}", f"--nproc-per-node={nproc}",
-            *meet, f"--max-restarts={max_restarts}", "--monitor-interval=0.1",
-            f"--log-dir={log_dir}", "--tee=3",
-            script, *map(str, args)]
+def _alive(p) -> bool:
+    """Return True if psutil process `p` still runs (a zombie has ended)."""
+    with contextlib.suppress(psutil.Error):
+        return p.status() != psutil.STATUS_ZOMBIE
+    return False
 
 
-def _pump(stream, node: int, lines: queue.Queue) -> None:
+def _pump(stream, lines: queue.Queue) -> None:
     """Copy one agent's merged stdout/stderr into `lines`, then send a None."""
     for line in stream:
-        lines.put((node, line.rstrip("\n")))
+        lines.put(line.rstrip("\n"))
     lines.put(None)
 
 
-def _stream(procs: list[subprocess.Popen], lines: queue.Queue, result: LaunchResult,
-            deadline: float, echo: bool, nproc: int) -> None:
-    """Print rank lines as they arrive until every agent is done."""
-    open_streams, failed_at = len(procs), None
-    watch = _ExitWatch(procs, nproc * len(procs))
+def _stream(agents: list[subprocess.Popen], lines: queue.Queue, result: LaunchResult,
+            deadline: float, echo: bool) -> None:
+    """Print the ranks' lines as they arrive, until every agent is done."""
+    open_streams, failed_at = len(agents), None
     while open_streams:
         now = time.monotonic()
         if now > deadline:
             raise TimeoutError
-        watch.poll()
-        result.exit_order = watch.order
-        if failed_at is None and any(p.poll() not in (None, 0) for p in procs):
+        if failed_at is None and any(a.poll() not in (None, 0) for a in agents):
             failed_at = now
-        if failed_at is not None and now - failed_at > 10:  # other nodes hang: stop
-            break
-        try:
-            item = lines.get(timeout=min(0.05, deadline - now))
-        except queue.Empty:
-            continue
-        if item is None:
-            open_streams -= 1
-            continue
-        node, line = item
-        match = _RANK_LINE.match(line)
-        if match is None:
-            result.agent_output.append(line)
-            continue
-        if match["rank"] is not None:
-            rank = int(match["rank"])
-        else:  # the default prefix holds the local rank; agent `node` runs the
-            rank = node * nproc + int(match["local"])  # ranks from node * nproc on
-        text = _tidy(match.group(3))
-        result.output.append((rank, text))
-        if echo:
-            print(f"[rank {rank}] {text}", flush=True)
+        if failed_at is not None and now - failed_at > 10:  # another agent hangs
+            return
+        with contextlib.suppress(queue.Empty):
+            line = lines.get(timeout=min(0.1, deadline - now))
+            head, _, text = (line or "").partition("] ")
+            if head[:6] == "[rank " and head[6:].isdigit():
+                rank = int(head[6:])
+                text = _tidy(text.removeprefix(f"[rank{rank}]:"))  # torch's own prefix
+                result.output.append((rank, text))
+                if echo:
+                    print(f"[rank {rank}] {text}", flush=True)
+            elif line is None:
+                open_streams -= 1
+            else:
+                result.agent_output.append(line)
 
 
-def _without_frames(lines: list[str]) -> list[str]:
-    """Drop traceback frames (file, line number, code, carets); keep what was said."""
-    kept, skip_code = [], False
-    for line in lines:
-        if _FRAME.match(line):
-            skip_code = True
-        elif skip_code and line.startswith("    "):
-            continue  # the frame's source line, or its ^^^ markers
-        elif not (_CARETS.match(line) or line.startswith("Traceback (most recent")):
-            kept.append(line)
-            skip_code = False
-    return kept
+def _said(lines: list[str], count: int) -> str:
+    """Return the last `count` lines that are not traceback frames, indented."""
+    kept = [s for s in lines if s.strip() and not s[:1].isspace()
+            and not s.startswith("Traceback (most recent call last)")][-count:]
+    return "\n    " + "\n    ".join(kept or ["(nothing)"])
 
 
-def _agent_tail(result: LaunchResult, count: int) -> list[str]:
-    """Return torchrun's own last lines, less its traceback, summary and log stamps."""
-    said = [_tidy(_GLOG.sub("", line)).rstrip()
-            for line in _without_frames(result.agent_output)]
-    kept = [line for line in said if line.strip() and not _SUMMARY.match(line)]
-    if "Failures:" in kept:  # the summary table: its rank/exitcode lines are in ours
-        kept = kept[:kept.index("Failures:")]
-        if kept and kept[-1].endswith("FAILED"):
-            kept.pop()  # "<script> FAILED", the table's title
-    return (kept or [_tidy(s) for s in result.agent_output])[-count:]
-
-
-def _failure_message(result: LaunchResult) -> tuple[str, int | None]:
-    """Explain which rank failed first, with its last lines."""
-    text = "\n".join(result.agent_output)
-    codes = {int(r): int(c) for r, c in _FAILURE.findall(text)}
-    if not codes:
-        tail = "\n    ".join(_agent_tail(result, 8) or ["(nothing)"])
-        code = next(c for c in result.returncodes if c)
-        return (f"torchrun exited with code {code} before any rank ran. "
-                f"Its last lines:\n    {tail}"), None
-    # Ranks that torchrun stopped itself (SIGTERM) are victims, not causes.
-    causes = [r for r in codes if codes[r] != -signal.SIGTERM] or list(codes)
-    seen = [r for r in result.exit_order if r in causes]
-    first = seen[0] if seen else causes[0]
-    code = codes[first]
+def _failure(result: LaunchResult, failures: dict) -> tuple[str, str, int | None]:
+    """Explain which rank failed first (a sentence), and why (the lines after it)."""
+    if not failures:
+        return (f"torchrun exited with code {max(result.returncodes, key=abs)} before "
+                "any rank ran.", f"\nIts last lines:{_said(result.agent_output, 3)}",
+                None)
+    # Ranks that torchrun stopped (SIGTERM) are victims, not causes; of the others,
+    # the first to write its error file (@record) is the cause, else the lowest rank.
+    causes = {r: f for r, f in failures.items() if f[0] != -signal.SIGTERM} or failures
+    rank = min(causes, key=lambda r: (not causes[r][2], causes[r][2], r))
+    code, error, _ = causes[rank]
     how = f"exited with code {code}"
-    if code < 0:
-        how = f"was killed by signal {-code}"
-        with contextlib.suppress(ValueError):
-            how = f"was killed by {signal.Signals(-code).name}"
-    tail = _without_frames(result.lines(first))[-5:]
-    msg = (f"rank {first} failed: it {how}. torchrun stopped the whole job; "
-           "no process is left.\n")
-    if tail:
-        msg += f"Last lines of rank {first}:\n    " + "\n    ".join(tail)
-    else:  # the reason, if any, is in what torchrun itself said
-        msg += (f"Rank {first} printed nothing. torchrun's last lines:\n    "
-                + "\n    ".join(_agent_tail(result, 6) or ["(nothing)"]))
-    return msg, first
+    with contextlib.suppress(ValueError):
+        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else how
+    return (f"rank {rank} failed: it {how}. torchrun stopped the whole job; no process "
+            "is left.", f"\n    {error}" if error else
+            f"\nLast lines of rank {rank}:{_said(result.lines(rank), 5)}", rank)
 
 
-def _timeout_message(result: LaunchResult, timeout: float, alive: list[int]) -> str:
-    """Explain a timeout: which ranks were still running, and their last lines."""
-    still = f"still running: rank {', '.join(map(str, alive))}. " if alive else ""
-    last = "".join(f"\nLast lines of rank {r}:\n    "
-                   + "\n    ".join(result.lines(r)[-4:] or ["(nothing)"])
-                   for r in (alive or sorted({r for r, _ in result.output})))
-    return (f"timed out after {timeout:g} s; {still}Stopped every process of the "
-            "launch. A rank that never returns is often waiting in a collective "
-            "(all_reduce, barrier) that another rank never reached." + last)
-
-
-def _launch(script: str, args: tuple, nproc: int, nnodes: int, max_restarts: int,
-            port: int, timeout: float, threads: int, echo: bool,
-            env: dict | None) -> LaunchResult:
-    """Start the agents, stream their ranks' lines, and stop everything at the end."""
-    tag = uuid.uuid4().hex[:16]
-    run_env = {**os.environ, "OMP_NUM_THREADS": str(threads),
-               "MKL_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1", TAG: tag,
-               # every supported torchrun reads the first; the second is how newer
-               # ones read --log-line-prefix-template, so a stray one cannot win.
-               "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": _PREFIX,
-               "PET_LOG_LINE_PREFIX_TEMPLATE": _PREFIX,
-               **(_RESTART_ENV if max_restarts else {}), **(env or {})}
-    with tempfile.TemporaryDirectory(prefix="torchrun-logs-") as logs:
-        cmds = [_command(script, args, nproc, nnodes, n, port, logs, max_restarts)
-                for n in range(nnodes)]
-        result = LaunchResult([" ".join(c[1:]) for c in cmds], tag)
-        lines: queue.Queue = queue.Queue()
-        procs: list[subprocess.Popen] = []
-        t0 = time.monotonic()
-        try:
-            for cmd in cmds:
-                procs.append(subprocess.Popen(
-                    cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT, text=True, errors="replace", env=run_env,
-                    start_new_session=True))
-                threading.Thread(target=_pump, args=(procs[-1].stdout, len(procs) - 1,
-                                                     lines), daemon=True).start()
-            _stream(procs, lines, result, t0 + timeout, echo, nproc)
-        except KeyboardInterrupt:
-            _stop(procs, tag)
-            raise LaunchError("interrupted: stopped every process of the launch.",
-                              result=result) from None
-        except TimeoutError:
-            alive = sorted({_rank_of(pid) for pid in launch_pids(tag)} - {None})
-            _stop(procs, tag)
-            raise LaunchError(_timeout_message(result, timeout, alive),
-                              rank=alive[0] if alive else None, result=result) from None
-        finally:
-            result.seconds = time.monotonic() - t0
-        _stop(procs, tag)  # also ends anything a worker left running behind it
-    result.returncodes = [p.returncode for p in procs]
-    if any(result.returncodes):
-        if "EADDRINUSE" in "\n".join(result.agent_output):
-            raise _PortBusy(f"port {port} on 127.0.0.1 is already in use.",
-                            result=result)
-        msg, rank = _failure_message(result)
-        raise LaunchError(msg, rank=rank, result=result)
-    return result
-
-
-class _PortBusy(LaunchError):
-    """The rendezvous port was taken between choosing it and listening on it."""
+def _stale(args: list[str]) -> str:
+    """Say that an unfinished launch's `--dump`/`--out` results are missing or stale."""
+    named = ", ".join(path for flag, path in zip(args, args[1:], strict=False)
+                      if flag in ("--dump", "--out"))
+    return (f" Its results in {named} are missing or from an earlier run: rerun this "
+            "cell before the cells that read them.") if named else ""
 
 
 def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
              nnodes: int = 1, timeout: float = 120.0, threads: int = 1,
-             port: int | None = None, echo: bool = True,
-             env: dict[str, str] | None = None, max_restarts: int = 0) -> LaunchResult:
-    """Run `script` with torchrun on 127.0.0.1, streaming `[rank N]` lines.
+             echo: bool = True, env: dict[str, str] | None = None,
+             max_restarts: int = 0) -> LaunchResult:
+    """Run `script` under torchrun here, streaming `[rank N]` lines (notebooks 08-13).
 
-    `max_restarts`: how often torchrun restarts every rank after one fails (its
-    `--max-restarts`); a restarted rank sees TORCHELASTIC_RESTART_COUNT = 1, 2, ...
+    `nproc` ranks on each of `nnodes` agents; `threads` sets OMP_NUM_THREADS and
+    MKL_NUM_THREADS; `env` adds variables (over the GPU split); `echo=False` keeps
+    the ranks' lines in the result unprinted; `max_restarts` is torchrun's
+    --max-restarts (a restart sees TORCHELASTIC_RESTART_COUNT = 1, 2, ...).
     """
     if nproc < 1 or nnodes < 1 or timeout <= 0 or threads < 1 or max_restarts < 0:
         raise ValueError("torchrun needs nproc, nnodes, threads >= 1, timeout > 0 "
                          "and max_restarts >= 0")
     if not Path(script).is_file():
         raise FileNotFoundError(f"no script {str(script)!r} in {Path.cwd().name}/")
-    job = (str(script), script_args, nproc, nnodes, max_restarts)
-    if port is not None:
-        if not _port_is_free(port):
+    if psutil is None:
+        raise ModuleNotFoundError("torchrun() needs psutil: pip install psutil")
+    args = [str(a) for a in script_args]
+    for flag, path in zip(args, args[1:], strict=False):
+        if flag == "--dump" and Path(path).is_file():
+            Path(path).unlink()  # the launch writes it anew, or no later cell reads it
+    shown = {"OMP_NUM_THREADS": str(threads)} if threads != 1 else {}
+    typed = _commands(str(script), args, nproc, nnodes, max_restarts,
+                      {**shown, **(env or {})})
+    result = LaunchResult([_tidy(shlex.join(c)) for c in typed], uuid.uuid4().hex[:16])
+    print(f"starting {nproc * nnodes} processes" + (f" on {nnodes} agents:\n  " if
+          nnodes > 1 else ": ") + "\n  ".join(result.commands), flush=True)
+    run_env = {**os.environ, "OMP_NUM_THREADS": str(threads), TAG: result.tag,
+               "MKL_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1",
+               # every supported torchrun reads the first; newer ones read the
+               # second for --log-line-prefix-template, so a stray one cannot win
+               "TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE": _PREFIX,
+               "PET_LOG_LINE_PREFIX_TEMPLATE": _PREFIX,
+               **(_RESTART_ENV if max_restarts else {})}
+    lines: queue.Queue = queue.Queue()
+    agents: list[subprocess.Popen] = []
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="torchrun-") as logs:
+        try:
+            for n, cmd in enumerate(typed):
+                at = cmd.index("torchrun")  # what comes before it sets variables
+                agents.append(subprocess.Popen(
+                    [sys.executable, "-c", _AGENT, "--tee=3", "--monitor-interval=0.1",
+                     f"--log-dir={logs}/{n}", *cmd[at + 1:]], env={
+                        **run_env, **dict(a.split("=", 1) for a in cmd[:at]),
+                        "COURSE_FAILURES": f"{logs}/failures{n}.json"},
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, text=True, errors="replace",
+                    start_new_session=True))
+                threading.Thread(target=_pump, args=(agents[-1].stdout, lines),
+                                 daemon=True).start()
+            _stream(agents, lines, result, t0 + timeout, echo)
+            end = time.monotonic() + 5  # their output has ended: let them exit
+            for agent in agents:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    agent.wait(max(0.0, end - time.monotonic()))
+        except KeyboardInterrupt:
+            _stop(agents, result.tag)
+            raise LaunchError("interrupted: stopped every process of the launch."
+                              + _stale(args), result=result) from None
+        except TimeoutError:
+            alive = _stop(agents, result.tag)
+            last = "".join(f"\nLast lines of rank {r}:{_said(result.lines(r), 4)}"
+                           for r in alive)
             raise LaunchError(
-                f"port {port} on 127.0.0.1 is already in use (another job, or a "
-                "torchrun left over from an earlier run?). Stop that process, or pass "
-                "port=None to let torchrun() pick a free port.")
-        try:
-            return _launch(*job, port, timeout, threads, echo, env)
-        except _PortBusy as err:
-            raise LaunchError(f"{err} Pass port=None to pick a free one.",
-                              result=err.result) from None
-    for _ in range(3):  # a free port can be taken before torchrun listens on it
-        try:
-            return _launch(*job, free_port(), timeout, threads, echo, env)
-        except _PortBusy:
-            continue
-    raise LaunchError("no free port: three ports in a row were taken before use.")
+                f"timed out after {timeout:g} s; still running: rank "
+                f"{', '.join(map(str, alive)) or '(none)'}. Stopped every process of "
+                "the launch. A rank that never returns is often waiting in a "
+                "collective (all_reduce, barrier) that another rank never reached."
+                + _stale(args) + last, rank=alive[0] if alive else None,
+                result=result) from None
+        finally:
+            result.seconds = time.monotonic() - t0
+        _stop(agents, result.tag)  # also ends anything a rank left running behind it
+        result.returncodes = [a.returncode for a in agents]
+        failures = {int(r): f for n in range(nnodes)
+                    if (saved := Path(logs, f"failures{n}.json")).exists()
+                    for r, f in json.loads(saved.read_text()).items()}
+    if any(result.returncodes):
+        said, why, rank = _failure(result, failures)
+        raise LaunchError(said + _stale(args) + why, rank=rank, result=result)
+    return result

@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-pytest.importorskip("nbval")
+nbformat = pytest.importorskip("nbformat", reason="no nbformat: the plugin's test "
+                               "writes a notebook with it")
+pytest.importorskip("nbval", reason="no nbval: the plugin runs inside nbval")
 
 from conftest import ROOT  # noqa: E402
 

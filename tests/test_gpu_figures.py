@@ -51,6 +51,38 @@ def test_test_gpu_script_stops_clearly_without_a_gpu(tmp_path):
     assert not any(tmp_path.iterdir()), "nothing may run without a GPU"
 
 
+# Stands in for the Python that test_gpu.sh runs: every `-c` check passes (torch and
+# a GPU "found"), and `-m pytest ...` runs pytest on $CASE alone.
+FAKE_PY = """#!/usr/bin/env bash
+if [[ $1 == -c ]]; then exit 0; fi
+if [[ $1 == -m && $2 == pytest ]]; then exec "$REAL_PY" -m pytest -q "$CASE"; fi
+exit 3
+"""
+
+
+@pytest.mark.skipif(shutil.which("timeout") is None, reason="needs timeout")
+@pytest.mark.parametrize(("case", "limit", "said"), [
+    ("def test_x():\n    pytest.skip('no GPU here')\n", 100,
+     "| unit | FAILED: ran nothing (1 skipped) |"),
+    ("def test_x():\n    time.sleep(60)\n", 2,
+     "| unit | FAILED: timed out after 2 s |"),
+])
+def test_a_step_that_ran_nothing_or_timed_out_fails_loudly(tmp_path, case, limit, said):
+    fake = tmp_path / "python"
+    fake.write_text(FAKE_PY)
+    fake.chmod(0o755)
+    (tmp_path / "test_case.py").write_text("import time\nimport pytest\n\n\n" + case)
+    env = {**os.environ, "REPORT_DIR": str(tmp_path / "report"), "PY": str(fake),
+           "REAL_PY": sys.executable, "CASE": str(tmp_path / "test_case.py"),
+           "STEPS": "unit", "STEP_TIMEOUT": str(limit)}
+    run = subprocess.run([str(ROOT / "tools" / "test_gpu.sh")], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1, run.stdout + run.stderr
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert said in report, report
+    assert "make test-gpu FAILED: 1 step(s)" in run.stderr
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_test_gpu_with_the_system_python_installs_nothing():
     run = subprocess.run(["make", "-n", "test-gpu", "PYTHON_ENV=system"], cwd=ROOT,

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from helpers import launch
-from helpers.launch import LaunchError, free_port, launch_pids, torchrun
+psutil = pytest.importorskip("psutil", reason="a launch stops processes with psutil")
 
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="checks use /proc")
+from helpers import launch  # noqa: E402
+from helpers.launch import LaunchError, free_port, torchrun  # noqa: E402
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
 # Each script writes its pid (and any child's) under PIDS, so tests can check them.
 HEADER = """\
@@ -34,60 +36,144 @@ def _script(tmp_path: Path, body: str) -> Path:
     return path
 
 
-def _gone(pid: int) -> bool:
-    """Return True if `pid` no longer runs (a reaped or zombie process)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat.rsplit(")", 1)[1].split()[0] == "Z"
-
-
 def _assert_nothing_left(tmp_path: Path, tag: str) -> None:
     pids = [int(p.read_text()) for p in (tmp_path / "pids").iterdir()]
     assert pids, "the script should have recorded its pids"
-    assert all(_gone(pid) for pid in pids), "a worker outlived the launch"
-    assert launch_pids(tag) == [], "a process of the launch is still running"
+    left = [pid for pid in pids if psutil.pid_exists(pid)
+            and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert not left, f"processes {left} outlived the launch"
+    assert launch._processes([], tag) == [], "a process of the launch still runs"
 
 
-def test_success_streams_prefixed_lines(tmp_path, capsys):
-    body = 'print(f"hi {rank}/{os.environ[\'WORLD_SIZE\']} '\
-           'omp={os.environ[\'OMP_NUM_THREADS\']}")\nprint("warn", file=sys.stderr)\n'
-    result = torchrun(_script(tmp_path, body), tmp_path / "pids", nproc=2, threads=1)
+def test_success_shows_the_command_and_streams_prefixed_lines(tmp_path, capsys):
+    body = ('print(f"hi {rank}/{os.environ[\'WORLD_SIZE\']} '
+            'omp={os.environ[\'OMP_NUM_THREADS\']}")\nprint("warn", file=sys.stderr)\n')
+    script = _script(tmp_path, body)
+    result = torchrun(script, tmp_path / "pids", nproc=2, threads=1)
     assert result.returncodes == [0]
+    command = f"torchrun --standalone --nproc-per-node=2 {script} {tmp_path / 'pids'}"
+    assert result.commands == [command]
     # stdout and stderr are tailed separately, so only their own orders are kept
     assert sorted(result.lines(0)) == ["hi 0/2 omp=1", "warn"]
     assert sorted(result.lines(1)) == ["hi 1/2 omp=1", "warn"]
     out = capsys.readouterr().out
+    assert out.startswith(f"starting 2 processes: {command}\n"), out
     assert "[rank 1] hi 1/2 omp=1" in out and "[rank 0] warn" in out
-    assert "127.0.0.1" not in out and str(tmp_path) not in out
+    assert "127.0.0.1" not in out and "--tee" not in out
     _assert_nothing_left(tmp_path, result.tag)
 
 
-def test_two_agents_form_one_job(tmp_path):
-    body = ('print(f"{rank}/{os.environ[\'WORLD_SIZE\']} '
-            '{os.environ[\'GROUP_RANK\']}")\n')
+def test_two_agents_form_one_job_on_their_own_gpus(tmp_path, monkeypatch):
+    monkeypatch.setattr(launch, "num_gpus", lambda: 2)  # faked: one GPU per agent
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    body = ('print(f"{rank}/{os.environ[\'WORLD_SIZE\']} {os.environ[\'GROUP_RANK\']} '
+            'gpus={os.environ[\'CUDA_VISIBLE_DEVICES\']}")\n')
     result = torchrun(_script(tmp_path, body), tmp_path / "pids", nproc=1, nnodes=2,
                       echo=False)
     assert result.returncodes == [0, 0]
-    assert result.lines(0) == ["0/2 0"] and result.lines(1) == ["1/2 1"]
-    assert "--node-rank=1" in result.commands[1]
+    assert result.lines(0) == ["0/2 0 gpus=0"] and result.lines(1) == ["1/2 1 gpus=1"]
+    assert result.commands[1].startswith("CUDA_VISIBLE_DEVICES=1 torchrun --nnodes=2 "
+                                         "--node-rank=1 --nproc-per-node=1 ")
+    _assert_nothing_left(tmp_path, result.tag)
 
 
-def test_crashing_rank_names_it_and_stops_the_others(tmp_path):
-    body = ('def step():\n    raise ValueError(f"bad batch on rank {rank}")\n'
-            'if rank == 1:\n    step()\ntime.sleep(60)\n')
+@pytest.mark.parametrize(("gpus", "visible", "nnodes", "nproc", "want"), [
+    (8, None, 1, 2, [None]),  # one agent: torchrun's LOCAL_RANK picks the GPU
+    (1, None, 2, 1, [None, None]),  # too few GPUs: left alone (the ranks use the CPU)
+    (3, None, 2, 2, [None, None]),
+    (2, None, 2, 1, ["0", "1"]),
+    (4, None, 2, 2, ["0,1", "2,3"]),
+    (5, None, 2, 2, ["0,1", "2,3"]),
+    (4, "4,5,6,7", 2, 2, ["4,5", "6,7"]),  # already narrowed: the same slices of it
+    (4, "7,6,5,4", 4, 1, ["7", "6", "5", "4"]),
+])
+def test_agents_get_their_own_gpus_when_there_are_enough(monkeypatch, gpus, visible,
+                                                         nnodes, nproc, want):
+    monkeypatch.setattr(launch, "num_gpus", lambda: gpus)
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    got = [e.get("CUDA_VISIBLE_DEVICES") for e in launch._agent_gpus(nnodes, nproc)]
+    assert got == want
+
+
+def test_the_shown_commands_are_torchruns_own(monkeypatch):
+    monkeypatch.setattr(launch, "num_gpus", lambda: 0)
+    one, = launch._commands("s.py", ["--x", "1"], 2, 1, 0, {"OMP_NUM_THREADS": "2"})
+    assert one == ["OMP_NUM_THREADS=2", "torchrun", "--standalone",
+                   "--nproc-per-node=2", "s.py", "--x", "1"]
+    first, second = launch._commands("s.py", [], 1, 2, 0, {})
+    assert first[:3] == ["torchrun", "--nnodes=2", "--node-rank=0"], first
+    assert second[2] == "--node-rank=1" and second[-2] == first[-2], second
+    both = launch._commands("s.py", [], 1, 2, 1, {})
+    assert both[0] == both[1] and "--rdzv-backend=c10d" in both[0], both
+    assert "--max-restarts=1" in both[0]
+    parser = __import__("torch.distributed.run", fromlist=["get_args_parser"])
+    args = parser.get_args_parser().parse_args(first[1:])  # torchrun accepts them
+    assert (args.nnodes, args.node_rank, args.training_script) == ("2", 0, "s.py")
+
+
+def test_crash_is_named_from_its_error_file(tmp_path, capsys):
+    """@record: torchrun's error file holds the exception; stale results are named."""
+    old = tmp_path / "old.pt"
+    old.write_text("an earlier run's results")
+    body = ('from torch.distributed.elastic.multiprocessing.errors import record\n'
+            '@record\ndef main():\n    if rank == 1:\n'
+            '        raise ValueError(f"bad batch on rank {rank}")\n'
+            '    time.sleep(60)\nmain()\n')
     t0 = time.monotonic()
     with pytest.raises(LaunchError) as info:
-        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
+        torchrun(_script(tmp_path, body), tmp_path / "pids", "--dump", old,
+                 echo=False, timeout=60)
     assert time.monotonic() - t0 < 30, "rank 0 should be stopped, not waited for"
-    err = info.value
+    err, msg = info.value, str(info.value)
     assert err.rank == 1
-    assert str(err).startswith("rank 1 failed: it exited with code 1. torchrun stopped")
-    assert str(err).splitlines()[-1].strip() == "ValueError: bad batch on rank 1"
-    assert "Traceback" not in str(err).splitlines()[0]
+    assert msg.startswith("rank 1 failed: it exited with code 1. torchrun stopped")
+    assert msg.splitlines()[1:] == ["    ValueError: bad batch on rank 1"], msg
+    assert "Traceback" not in msg and 'File "' not in msg
+    assert not old.exists(), "a --dump file is deleted before the launch"
+    assert f"Its results in {old} are missing or from an earlier run" in msg.splitlines(
+        )[0], "said in the first paragraph"
     _assert_nothing_left(tmp_path, err.result.tag)
+
+
+def test_without_record_or_restarts_the_last_lines_say_why(tmp_path):
+    body = 'if rank == 1:\n    sys.exit("rank 1 fails")\ntime.sleep(60)\n'
+    with pytest.raises(LaunchError) as info:
+        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
+    msg = str(info.value)
+    assert info.value.rank == 1
+    assert msg.startswith("rank 1 failed: it exited with code 1."), msg
+    assert msg.endswith("Last lines of rank 1:\n    rank 1 fails"), msg
+    assert "max-restarts" not in info.value.result.commands[0]
+    _assert_nothing_left(tmp_path, info.value.result.tag)
+
+
+def test_a_silent_crash_says_it_printed_nothing(tmp_path):
+    body = 'if rank == 1:\n    os._exit(3)\ntime.sleep(60)\n'
+    with pytest.raises(LaunchError) as info:
+        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
+    msg = str(info.value)
+    assert info.value.rank == 1
+    assert msg.startswith("rank 1 failed: it exited with code 3."), msg
+    assert msg.endswith("Last lines of rank 1:\n    (nothing)"), msg
+    assert str(tmp_path) not in msg and sys.executable not in msg
+    _assert_nothing_left(tmp_path, info.value.result.tag)
+
+
+@pytest.mark.parametrize(("failures", "cause"), [
+    ({0: [1, "RuntimeError: peer gone", 200], 1: [1, "ValueError: x", 100]}, 1),
+    ({0: [-signal.SIGTERM, None, False], 1: [1, None, False]}, 1),  # a victim
+    ({0: [1, None, False], 1: [1, "ValueError: x", 100]}, 1),  # the error file first
+    ({2: [-signal.SIGKILL, None, False], 3: [-signal.SIGTERM, None, False]}, 2),
+])
+def test_the_cause_is_the_first_error_file_and_never_a_victim(failures, cause):
+    result = launch.LaunchResult(["torchrun"], "tag", returncodes=[1])
+    said, why, rank = launch._failure(result, failures)
+    assert rank == cause, said + why
+    if cause == 2:
+        assert said.startswith("rank 2 failed: it was killed by SIGKILL."), said
 
 
 def test_hanging_rank_is_bounded_by_the_timeout(tmp_path):
@@ -97,12 +183,13 @@ def test_hanging_rank_is_bounded_by_the_timeout(tmp_path):
             '    (pids / "child").write_text(str(child.pid))\n'
             '    print("waiting forever", flush=True)\n    time.sleep(600)\n')
     t0 = time.monotonic()
-    with pytest.raises(LaunchError) as info:
-        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=10)
-    assert time.monotonic() - t0 < 10 + 8
+    with pytest.raises(LaunchError) as info:  # 20 s: rank 1 runs by then, even busy
+        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=20)
+    assert time.monotonic() - t0 < 20 + 8
     msg = str(info.value)
-    assert msg.startswith("timed out after 10 s; still running: rank 1.")
-    assert "waiting forever" in msg and info.value.rank == 1
+    assert msg.startswith("timed out after 20 s; still running: rank 1."), msg
+    assert msg.endswith("Last lines of rank 1:\n    waiting forever"), msg
+    assert info.value.rank == 1
     assert (tmp_path / "pids" / "child").exists()
     _assert_nothing_left(tmp_path, info.value.result.tag)  # the child too
 
@@ -117,146 +204,18 @@ def _interrupt_when_started(pids: Path, count: int) -> None:
     os.kill(os.getpid(), signal.SIGINT)
 
 
-def test_interrupt_stops_everything(tmp_path):
+def test_interrupt_stops_everything_and_says_the_results_are_stale(tmp_path):
     body = 'print("up", flush=True)\ntime.sleep(600)\n'
     watcher = threading.Thread(target=_interrupt_when_started,
                                args=(tmp_path / "pids", 2), daemon=True)
     watcher.start()
     with pytest.raises(LaunchError, match="^interrupted") as info:
-        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
+        torchrun(_script(tmp_path, body), tmp_path / "pids", "--out", tmp_path,
+                 echo=False, timeout=60)
     watcher.join()
+    assert f"results in {tmp_path} are missing or from an earlier run" in str(
+        info.value)
     _assert_nothing_left(tmp_path, info.value.result.tag)
-
-
-@pytest.fixture
-def busy_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        yield s.getsockname()[1]
-
-
-def test_busy_port_gives_a_clear_message(tmp_path, busy_port, monkeypatch):
-    script = _script(tmp_path, "")
-    with pytest.raises(LaunchError, match=f"port {busy_port} on 127.0.0.1 is already"):
-        torchrun(script, tmp_path / "pids", port=busy_port)  # checked before starting
-    monkeypatch.setattr(launch, "_port_is_free", lambda port: True)
-    with pytest.raises(LaunchError, match="already in use.*port=None") as info:
-        torchrun(script, tmp_path / "pids", port=busy_port, echo=False)  # torchrun's
-    assert launch_pids(info.value.result.tag) == []
-
-
-def test_picked_port_taken_meanwhile_is_retried(tmp_path, busy_port, monkeypatch):
-    ports = iter([busy_port, free_port()])
-    monkeypatch.setattr(launch, "free_port", lambda: next(ports))
-    result = torchrun(_script(tmp_path, 'print("ok")\n'), tmp_path / "pids", nproc=1,
-                      echo=False)
-    assert result.lines(0) == ["ok"]
-    assert f"--master-port={busy_port}" not in result.commands[0]
-
-
-# An older torchrun, as torch 2.11 ships: no --log-line-prefix-template option (given
-# one, it went to python, and every rank died of "unknown option"), and here not even
-# the environment variable, so ranks print under the default "[default<N>]:" prefix.
-OLD_TORCHRUN = """\
-import os, sys
-from torch.distributed.run import main
-args = sys.argv[1:]
-if any(a.startswith(("--log-line-prefix-template", "--log_line_prefix")) for a in args):
-    print("Unknown option: --log-line-prefix-template", file=sys.stderr)
-    sys.exit(2)
-os.environ.pop("TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE", None)
-os.environ.pop("PET_LOG_LINE_PREFIX_TEMPLATE", None)
-main(args)
-"""
-
-
-def _use_torchrun(monkeypatch, fake: Path) -> None:
-    """Make torchrun() start `fake` instead of `python -m torch.distributed.run`."""
-    real = launch._command
-    monkeypatch.setattr(launch, "_command", lambda *args: [
-        sys.executable, str(fake), *real(*args)[3:]])
-
-
-@pytest.fixture
-def old_torchrun(tmp_path, monkeypatch):
-    fake = tmp_path / "old_torchrun.py"
-    fake.write_text(OLD_TORCHRUN)
-    _use_torchrun(monkeypatch, fake)
-    return fake
-
-
-def test_an_older_torchrun_still_names_the_ranks(tmp_path, old_torchrun):
-    body = ('print(f"{rank}/{os.environ[\'WORLD_SIZE\']}")\n'
-            'print(f"err {rank}", file=sys.stderr)\n')
-    result = torchrun(_script(tmp_path, body), tmp_path / "pids", nproc=2, nnodes=2,
-                      echo=False)
-    assert str(old_torchrun) in result.commands[0]
-    for rank in range(4):  # the default prefix holds the local rank: mapped back
-        assert sorted(result.lines(rank)) == [f"{rank}/4", f"err {rank}"]
-    _assert_nothing_left(tmp_path, result.tag)
-
-
-def test_an_older_torchrun_shows_a_crash(tmp_path, old_torchrun):
-    body = 'if rank == 1:\n    sys.exit("rank 1 gives up")\ntime.sleep(60)\n'
-    with pytest.raises(LaunchError) as info:
-        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
-    assert info.value.rank == 1
-    assert str(info.value).splitlines()[-1].strip() == "rank 1 gives up"
-    _assert_nothing_left(tmp_path, info.value.result.tag)
-
-
-def test_a_silent_crash_shows_torchruns_own_lines(tmp_path):
-    body = 'if rank == 1:\n    os._exit(3)\ntime.sleep(60)\n'
-    with pytest.raises(LaunchError) as info:
-        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
-    msg = str(info.value)
-    assert info.value.rank == 1
-    assert msg.startswith("rank 1 failed: it exited with code 3.")
-    head, tail = msg.split("Rank 1 printed nothing. torchrun's last lines:\n")
-    lines = [line.strip() for line in tail.splitlines()]
-    assert lines and lines != ["(nothing)"], msg
-    assert not any(line.startswith(('File "', "Traceback")) for line in lines), msg
-    assert str(tmp_path) not in msg and sys.executable not in msg
-    _assert_nothing_left(tmp_path, info.value.result.tag)
-
-
-def test_torchrun_failing_before_any_rank_shows_its_lines(tmp_path, monkeypatch):
-    fake = tmp_path / "broken_torchrun.py"
-    fake.write_text('import sys\nprint("usage: torchrun [-h] ...", file=sys.stderr)\n'
-                    'print("torchrun: error: bad option", file=sys.stderr)\n'
-                    'sys.exit(2)\n')
-    _use_torchrun(monkeypatch, fake)
-    with pytest.raises(LaunchError) as info:
-        torchrun(_script(tmp_path, ""), tmp_path / "pids", echo=False)
-    msg = str(info.value)
-    assert msg.startswith("torchrun exited with code 2 before any rank ran.")
-    assert msg.splitlines()[-1].strip() == "torchrun: error: bad option"
-    assert info.value.rank is None
-
-
-def test_free_port_is_bindable():
-    port = free_port()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", port))
-
-
-def test_bad_arguments_fail_early(tmp_path):
-    with pytest.raises(FileNotFoundError, match="no script 'missing.py'"):
-        torchrun("missing.py")
-    with pytest.raises(ValueError):
-        torchrun(_script(tmp_path, ""), nproc=0)
-
-
-def test_tidy_hides_machine_paths(monkeypatch, tmp_path):
-    monkeypatch.chdir(tmp_path)
-    line = (f'File "{tmp_path}/scripts/x.py", line 3 and File '
-            f'"{sys.prefix}/lib/python3.11/site-packages/torch/nn/f.py"')
-    assert launch._tidy(line) == 'File "scripts/x.py", line 3 and File "torch/nn/f.py"'
-
-
-def test_launch_pids_of_an_unknown_tag_is_empty():
-    assert launch_pids("no-such-launch") == []
 
 
 def test_max_restarts_restarts_every_rank_once(tmp_path):
@@ -274,11 +233,39 @@ def test_max_restarts_restarts_every_rank_once(tmp_path):
     _assert_nothing_left(tmp_path, result.tag)
 
 
-def test_without_restarts_a_failure_ends_the_job(tmp_path):
-    body = 'if rank == 1:\n    sys.exit("rank 1 fails")\ntime.sleep(60)\n'
+def test_torchrun_failing_before_any_rank_shows_its_lines(tmp_path, monkeypatch):
+    monkeypatch.setattr(launch, "_AGENT", 'import sys\nprint("usage: torchrun ...")\n'
+                        'print("torchrun: error: bad option", file=sys.stderr)\n'
+                        'sys.exit(2)\n')
     with pytest.raises(LaunchError) as info:
-        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
-    assert info.value.rank == 1
-    assert "--max-restarts=0" in info.value.result.commands[0]
+        torchrun(_script(tmp_path, ""), tmp_path / "pids", echo=False)
+    msg = str(info.value)
+    assert msg.startswith("torchrun exited with code 2 before any rank ran.")
+    assert msg.splitlines()[-1].strip() == "torchrun: error: bad option"
+    assert info.value.rank is None
+
+
+def test_free_port_is_bindable():
+    port = free_port()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
+
+
+def test_bad_arguments_fail_early(tmp_path, monkeypatch):
+    with pytest.raises(FileNotFoundError, match="no script 'missing.py'"):
+        torchrun("missing.py")
+    with pytest.raises(ValueError):
+        torchrun(_script(tmp_path, ""), nproc=0)
     with pytest.raises(ValueError):
         torchrun(_script(tmp_path, ""), max_restarts=-1)
+    monkeypatch.setattr(launch, "psutil", None)
+    with pytest.raises(ModuleNotFoundError, match="pip install psutil"):
+        torchrun(_script(tmp_path, ""))
+
+
+def test_tidy_hides_machine_paths(monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    line = (f'File "{tmp_path}/scripts/x.py", line 3 and File '
+            f'"{sys.prefix}/lib/python3.11/site-packages/torch/nn/f.py"')
+    assert launch._tidy(line) == 'File "scripts/x.py", line 3 and File "torch/nn/f.py"'
+

@@ -13,8 +13,11 @@ import re
 import subprocess
 import sys
 
-import nbformat
 import pytest
+
+pytest.importorskip("nbformat", reason="no nbformat: this test tampers with a notebook")
+pytest.importorskip("nbval", reason="no nbval: this test runs a notebook under nbval")
+import nbformat
 from conftest import NOTEBOOKS, SANITIZE
 
 IGNORE_TAGS = {"nbval-ignore-output", "nbval-skip", "raises-exception"}

@@ -14,8 +14,11 @@ import re
 import socket
 from pathlib import Path
 
-import nbformat
 import pytest
+
+pytest.importorskip("nbformat", reason="no nbformat: the notebook hygiene tests read "
+                    "notebooks with it")
+import nbformat
 from conftest import NOTEBOOKS
 from exercise_plugin import wrong_answers
 

@@ -7,6 +7,8 @@ import re
 import pytest
 from conftest import NOTEBOOK_DIR, NOTEBOOKS, ROOT
 
+pytest.importorskip("nbformat", reason="no nbformat: the README's minutes are counted "
+                    "from the notebooks with it")
 from tools.learner_time import learner_minutes
 
 ROW = re.compile(

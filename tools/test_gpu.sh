@@ -19,13 +19,21 @@
 # PYTHON_ENV=system` passes the current python3, where PyTorch is already installed,
 # as on Colab or a cluster module). The script installs nothing: it runs each tool as
 # `$PY -m ...`, finds `helpers` through PYTHONPATH, and a step whose tool is missing
-# from that Python says so (ruff is then skipped; pytest and nbval fail).
+# from that Python says so (ruff is then skipped; pytest and nbval fail). On a
+# torch-only Python (no Jupyter, nbval or ruff) the unit tests that need those skip,
+# saying why (-rs lists each reason in unit.log), and the rest run.
+#
+# A step fails loudly, in its row of the report and in the exit status, if it exits
+# non-zero, runs past STEP_TIMEOUT seconds (default 3600; needs `timeout`), or is a
+# pytest step that ran nothing (exit 5, "no tests ran", or nothing passed). A pytest
+# step's row gives its counts (passed, failed, skipped).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 PY=${PY:-.venv/bin/python}
 REPORT_DIR=${REPORT_DIR:-reports/test_gpu}
 STEPS=${STEPS:-ruff unit nbval bench figures}
+STEP_TIMEOUT=${STEP_TIMEOUT:-3600}
 NOTEBOOKS=${NOTEBOOKS:-$(ls notebooks/[0-9][0-9]_*.ipynb)}
 export TQDM_DISABLE=1 PYTHONHASHSEED=0 PYDEVD_DISABLE_FILE_VALIDATION=1
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"  # helpers, even if not installed
@@ -67,17 +75,39 @@ skip() {  # skip NAME WHY: record a step that could not run here
     echo "== $1: skipped: $2"
 }
 
+limit() {  # limit COMMAND...: interrupt it after STEP_TIMEOUT s (as Ctrl-C would)
+    if command -v timeout >/dev/null; then
+        timeout --foreground --signal=INT --kill-after=60 "$STEP_TIMEOUT" "$@"
+    else
+        "$@"
+    fi
+}
+
 step() {  # step NAME COMMAND...: run it, log it, record pass/fail and seconds
-    local name=$1 start=$SECONDS rc
+    local name=$1 start=$SECONDS rc counts=""
     shift
     [[ " $STEPS " == *" $name "* ]] || return 0
     echo "== $name: $*"
-    "$@" 2>&1 | tee "$REPORT_DIR/$name.log"
+    limit "$@" 2>&1 | tee "$REPORT_DIR/$name.log"
     rc=${PIPESTATUS[0]}
     local result=passed
-    if [[ $rc != 0 ]]; then result="FAILED (exit $rc)"; failed=1; fi
-    echo "| $name | $result | $((SECONDS - start)) s | \`$*\` |" >>"$SUMMARY"
-    echo "== $name: $result"
+    if [[ " $* " == *" pytest "* ]]; then  # pytest's last line: "3 passed, 1 skipped"
+        counts=$(grep -E '^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s' "$REPORT_DIR/$name.log" |
+            tail -n 1 | sed -E 's/^=+ | in [0-9.]+s.*$//g')
+        if [[ $rc == 0 && ! $counts =~ [0-9]+\ passed ]]; then rc=5; fi
+    fi
+    if [[ $rc == 124 || $rc == 137 ]]; then
+        result="FAILED: timed out after $STEP_TIMEOUT s"
+    elif [[ $rc == 5 ]] || tail -n 2 "$REPORT_DIR/$name.log" | grep -q "no tests ran"
+    then
+        result="FAILED: ran nothing" counts=${counts:-no tests collected}
+    elif [[ $rc != 0 ]]; then
+        result="FAILED (exit $rc)"
+    fi
+    [[ $result == passed ]] || failed=1
+    echo "| $name | $result${counts:+ ($counts)} | $((SECONDS - start)) s | \`$*\` |" \
+        >>"$SUMMARY"
+    echo "== $name: $result${counts:+ ($counts)}"
 }
 
 if has ruff; then
@@ -85,7 +115,7 @@ if has ruff; then
 else
     skip ruff "no ruff in $PY (pip install ruff to lint)"
 fi
-step unit "$PY" -m pytest tests --ignore=tests/browser --durations=0
+step unit "$PY" -m pytest tests --ignore=tests/browser --durations=0 -rs
 # Lax, not strict: the stored outputs were made on a CPU, and on a GPU many of them
 # rightly differ beyond what tests/sanitize.cfg normalises (try_gpu no longer says
 # it fell back, real device properties and memory are printed, and raises-exception
@@ -112,4 +142,7 @@ step figures "$PY" -m tools.gpu_figures --out "$REPORT_DIR"
 echo
 sed -n '/^## Steps/,$p' "$REPORT_DIR/report.md"
 echo "report: $REPORT_DIR/report.md"
+if [[ $failed != 0 ]]; then
+    echo "make test-gpu FAILED: $(grep -c '| FAILED' "$SUMMARY") step(s); see above." >&2
+fi
 exit $failed
