@@ -1,7 +1,9 @@
 """Run the course's benchmarks outside nbval and write bench/results.json.
 
-Each `bench/bench_*.py` module has `run() -> dict[str, float | int | str]`; their
-results are merged, printed as a table and saved with the machine they ran on.
+Each `bench/bench_*.py` module has `run() -> dict` and `KEYS`, the names run()
+returns; their results are merged, printed as a table and saved with the machine they
+ran on. A ratio of two timings is the median of per-pair ratios (bench/pairs.py):
+`<key>`, `<key>_spread` = [lowest, highest] pair ratio, `<key>_pairs` = n.
 """
 
 from __future__ import annotations
@@ -31,6 +33,20 @@ def _modules(only: list[str]) -> list[str]:
     return [n for n in names if not only or any(o in n for o in only)]
 
 
+def keys(only: list[str] | None = None) -> list[str]:
+    """Return every key the selected benchmarks write (without running them)."""
+    return [key for name in _modules(only or [])
+            for key in importlib.import_module(f"bench.{name}").KEYS]
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):  # a spread: [lowest, highest]
+        return "[" + ", ".join(f"{v:.3g}" for v in value) + "]"
+    return str(value)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the selected benchmarks, print a table and write results.json."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -40,16 +56,20 @@ def main(argv: list[str] | None = None) -> int:
     for name in _modules(args.only):
         t0 = time.perf_counter()
         print(f"== {name}", flush=True)
-        results.update(importlib.import_module(f"bench.{name}").run())
+        module = importlib.import_module(f"bench.{name}")
+        result = module.run()
+        if set(result) != set(module.KEYS):
+            raise RuntimeError(f"bench.{name} returned {sorted(result)}, "
+                               f"but its KEYS are {sorted(module.KEYS)}")
+        results.update(result)
         print(f"   ({time.perf_counter() - t0:.0f} s)", flush=True)
     results["machine"] = (f"{platform.machine()}, {torch.get_num_threads()} threads, "
                           f"torch {torch.__version__}")
     RESULTS.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n")
     width = max(map(len, results))
     for key, value in sorted(results.items()):
-        shown = f"{value:.4g}" if isinstance(value, float) else value
         goal = f"  ({GOALS[key]})" if key in GOALS else ""
-        print(f"{key:<{width}}  {shown}{goal}")
+        print(f"{key:<{width}}  {_shown(value)}{goal}")
     print(f"wrote {RESULTS.relative_to(HERE.parent)}")
     return 0
 
