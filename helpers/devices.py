@@ -1,31 +1,42 @@
-"""Find, choose and describe the devices PyTorch can use.
+"""Find, choose, hide and describe the devices PyTorch can use.
 
+CUDA reads `CUDA_VISIBLE_DEVICES` once, when the driver starts in a process (the
+first `torch.cuda.is_available()`, `torch.cuda.init()` or CUDA tensor; not
+`torch.cuda.device_count()`, which PyTorch answers through NVML, re-reading the
+variable, until its own CUDA initialisation). Changing the variable afterwards does not
+change the process's GPUs, silently; it only reaches the processes it launches later.
 Nothing here runs at import time: every function asks torch when it is called,
-so importing `helpers` never initialises CUDA.
+so importing `helpers` never initialises CUDA. Each docstring ends with the notebooks
+that use it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import numbers
 import os
 import platform
 import shutil
 import subprocess
+import sys
+import textwrap
+import warnings
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import torch
 
-__all__ = ["RankPlan", "env_report", "fallback_device", "num_gpus", "rank_plan",
-           "try_all_gpus", "try_gpu"]
+__all__ = ["RankPlan", "cuda_started", "env_report", "fallback_device", "fresh_python",
+           "num_gpus", "rank_plan", "set_visible_devices", "try_all_gpus", "try_gpu"]
 
 
 def num_gpus() -> int:
-    """Return how many CUDA GPUs this process can see (0 without a driver)."""
+    """Return how many CUDA GPUs this process sees (01, 02, 04, 07, 08, 10-13)."""
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def fallback_device() -> torch.device:
-    """Return the best non-CUDA device: Apple's `mps` if usable, else `cpu`."""
+    """Return the best non-CUDA device: `mps` if usable, else `cpu` (notebook 02)."""
     mps = getattr(torch.backends, "mps", None)
     if mps is not None and mps.is_available():
         return torch.device("mps")
@@ -33,7 +44,7 @@ def fallback_device() -> torch.device:
 
 
 def try_gpu(i: int = 0, verbose: bool = True) -> torch.device:
-    """Return `cuda:i` if it exists, else the fallback device, saying why."""
+    """Return `cuda:i` if it exists, else the fallback device, saying why (all 13)."""
     if isinstance(i, numbers.Integral) and not isinstance(i, bool):
         i = int(i)  # accept numpy and torch integers too
     if not isinstance(i, int) or isinstance(i, bool) or i < 0:
@@ -53,30 +64,26 @@ def try_gpu(i: int = 0, verbose: bool = True) -> torch.device:
 
 
 def try_all_gpus() -> list[torch.device]:
-    """Return every CUDA GPU, or `[device('cpu')]` when there is none."""
+    """Return every CUDA GPU, or `[device('cpu')]` when there is none (notebook 02)."""
     n = num_gpus()
     return [torch.device(f"cuda:{i}") for i in range(n)] or [torch.device("cpu")]
 
 
 @dataclass(frozen=True)
 class RankPlan:
-    """Where a launch's ranks run: how many, on which device, over which backend."""
+    """Where a launch's ranks run: how many, on what, over which backend (09-13)."""
 
     world: int
     device: str  # "cuda" (one GPU per rank) or "cpu"; the scripts' --device value
     backend: str  # "nccl" or "gloo"
     why: str  # one sentence a notebook prints before it launches
 
-    def device_of(self, local_rank: int) -> str:
-        """Return the device the rank with this LOCAL_RANK uses."""
-        return f"cuda:{local_rank}" if self.device == "cuda" else "cpu"
-
 
 def rank_plan(world: int | None = None) -> RankPlan:
     """Choose the ranks of a launch: one GPU each over nccl, else CPU processes (gloo).
 
     `world=None` takes every GPU when there are two or more, else 2 CPU processes.
-    Used by notebooks 08, 09, 11, 12 and 13.
+    Used by notebooks 09, 10, 11, 12 and 13.
     """
     gpus = num_gpus()
     want = world if world is not None else (gpus if gpus >= 2 else 2)
@@ -138,7 +145,7 @@ def _accelerator() -> str:
 
 
 def env_report() -> str:
-    """Return a one-screen report of versions, devices and drivers."""
+    """Return a one-screen report of versions, devices and drivers (01, 13)."""
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() \
         else None
     lines = [
@@ -157,3 +164,67 @@ def env_report() -> str:
         lines.append("mps: Apple GPU available")
     lines += [_accelerator(), _nvidia_smi(cuda_works=n > 0)]
     return "\n".join(lines)
+
+
+_DRIVER_NAMES = ("nvcuda.dll",) if sys.platform == "win32" else ("libcuda.so.1",
+                                                                   "libcuda.so")
+_CUDA_SUCCESS = 0  # cuDeviceGetCount returns 3 (NOT_INITIALIZED) before cuInit
+
+
+def fresh_python(code: str, env: Mapping[str, str | None] | None = None,
+                 timeout: float = 120.0) -> str:
+    """Run `code` in a new Python with `env` (None unsets one); return output (04)."""
+    child_env = dict(os.environ)
+    for key, value in (env or {}).items():
+        if value is None:
+            child_env.pop(key, None)
+        else:
+            child_env[key] = value
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=child_env,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=timeout)
+    text = out.stdout.rstrip()
+    if out.returncode != 0:
+        tail = "\n".join(text.splitlines()[-10:])
+        raise RuntimeError(f"child Python exited with {out.returncode}:\n{tail}")
+    return text
+
+
+def _load_driver() -> ctypes.CDLL | None:
+    """Return the CUDA driver library, or None when this machine has none."""
+    for name in _DRIVER_NAMES:
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def cuda_started() -> bool:
+    """Return True once this process has started CUDA, fixing its GPUs (notebook 04)."""
+    if torch.cuda.is_initialized():
+        return True
+    driver = _load_driver()
+    if driver is None:
+        return False
+    count = ctypes.c_int(0)
+    return driver.cuDeviceGetCount(ctypes.byref(count)) == _CUDA_SUCCESS
+
+
+def set_visible_devices(devices: str | int | Iterable[int]) -> str:
+    """Set CUDA_VISIBLE_DEVICES here and for children; warn if CUDA started (04)."""
+    if isinstance(devices, str):
+        value = devices
+    elif isinstance(devices, int):
+        value = str(devices)
+    else:
+        value = ",".join(str(int(d)) for d in devices)
+    os.environ["CUDA_VISIBLE_DEVICES"] = value
+    if cuda_started():
+        warnings.warn(
+            f"CUDA_VISIBLE_DEVICES={value!r} was set after CUDA started in this "
+            "process, so this process keeps the GPUs it already sees; only processes "
+            "launched from now on get the new list. Set it in the shell, or restart "
+            "and set it before the first torch.cuda call.", RuntimeWarning,
+            stacklevel=2)
+    return value

@@ -1,15 +1,32 @@
-"""Small models the notebooks share: an MLP for regression, a CNN for digits."""
+"""The models the notebooks train, the bundled data they train on, and their checks.
+
+An MLP and a CNN (notebooks 03, 05 and 07), the ResNet-14 that notebooks 10-12 split in
+two stages, the one-process model-parallel and pipelined versions of it, and how far
+two sets of tensors are apart. sklearn and torchvision load when first used; nothing
+here touches CUDA. Each docstring ends with the notebooks that use it.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 
-__all__ = ["MLP", "SmallCNN"]
+if TYPE_CHECKING:
+    from torchvision.models import ResNet
+
+__all__ = ["MLP", "PipelinedResNet", "SmallCNN", "TwoStageResNet", "cut_shape",
+           "diabetes_split", "digits_split", "make_resnet", "max_rel_diff",
+           "split_stages", "training_memory"]
+
+Split = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 class MLP(nn.Module):
-    """Three linear layers with ReLU: the seed article's regression net."""
+    """Three linear layers with ReLU: the seed article's net (notebooks 03, 05, 07)."""
 
     def __init__(self, in_dim: int = 10, h1: int = 16, h2: int = 32, out_dim: int = 1):
         super().__init__()
@@ -25,7 +42,7 @@ class MLP(nn.Module):
 
 
 class SmallCNN(nn.Module):
-    """Two conv blocks and a linear head for (N, 1, H, W) images; `width` scales it."""
+    """Two conv blocks and a linear head for (N, 1, H, W) images (notebook 05)."""
 
     def __init__(self, num_classes: int = 10, width: int = 16, in_channels: int = 1):
         super().__init__()
@@ -39,3 +56,118 @@ class SmallCNN(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Map images to class logits."""
         return self.head(self.features(x).flatten(1))
+
+
+def _standardise(train: torch.Tensor, test: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Scale both parts with the training part's mean and standard deviation."""
+    mean, std = train.mean(0), train.std(0)
+    return (train - mean) / std, (test - mean) / std
+
+
+def diabetes_split(test_size: float = 0.2, seed: int = 0) -> Split:
+    """Return standardised diabetes data: X_train, X_test, y_train, y_test (05, 07)."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_diabetes(return_X_y=True)
+    parts = train_test_split(X, y, test_size=test_size, random_state=seed)
+    X_tr, X_te, y_tr, y_te = (torch.tensor(p, dtype=torch.float32) for p in parts)
+    X_tr, X_te = _standardise(X_tr, X_te)
+    y_tr, y_te = _standardise(y_tr.unsqueeze(1), y_te.unsqueeze(1))
+    return X_tr, X_te, y_tr, y_te
+
+
+def digits_split(test_size: float = 0.2, seed: int = 0) -> Split:
+    """Return 8x8 digits as (N, 1, 8, 8) floats in [0, 1] and labels (notebook 05)."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_digits(return_X_y=True)
+    parts = train_test_split(X, y, test_size=test_size, random_state=seed, stratify=y)
+    X_tr, X_te = (torch.tensor(p, dtype=torch.float32).view(-1, 1, 8, 8) / 16
+                  for p in parts[:2])
+    y_tr, y_te = (torch.tensor(p, dtype=torch.long) for p in parts[2:])
+    return X_tr, X_te, y_tr, y_te
+
+
+def make_resnet(num_classes: int = 10, norm: str = "batch", seed: int = 0) -> ResNet:
+    """Return a seeded, untrained ResNet-18 less layer4: ResNet-14 (notebooks 10-12)."""
+    from torchvision.models import resnet18
+
+    if norm not in ("batch", "group"):
+        raise ValueError(f"norm must be 'batch' or 'group', got {norm!r}")
+    torch.manual_seed(seed)
+    layer = None if norm == "batch" else partial(nn.GroupNorm, 8)  # 8 groups
+    model = resnet18(weights=None, num_classes=num_classes, norm_layer=layer)
+    # layer4 holds 8.4 M of resnet18's 11.2 M parameters but sees only 1/32 of the
+    # image's side (2x2 pixels of a 64x64 image): without it CPU runs are fast
+    model.layer4 = nn.Identity()
+    model.fc = nn.Linear(256, num_classes)
+    return model
+
+
+def split_stages(model: ResNet) -> tuple[nn.Sequential, nn.Sequential]:
+    """Cut `make_resnet`'s model after layer1 in two stages (notebooks 10, 12)."""
+    m = model
+    stage1 = nn.Sequential(m.conv1, m.bn1, m.relu, m.maxpool, m.layer1)
+    stage2 = nn.Sequential(m.layer2, m.layer3, m.avgpool, nn.Flatten(1), m.fc)
+    return stage1, stage2
+
+
+def cut_shape(image: int) -> tuple[int, int, int]:
+    """Return the per-image shape stage 1 hands to stage 2 (notebook 10)."""
+    side = -(-image // 4)  # the stem halves the image twice (conv, then max-pool)
+    return (64, side, side)
+
+
+class TwoStageResNet(nn.Module):
+    """Model parallel: stage 1 on `dev0`; stage 2 and the output on `dev1` (10, 11)."""
+
+    def __init__(self, model: ResNet, dev0: torch.device | str,
+                 dev1: torch.device | str):
+        super().__init__()
+        self.dev0, self.dev1 = torch.device(dev0), torch.device(dev1)
+        stage1, stage2 = split_stages(model)
+        self.stage1, self.stage2 = stage1.to(self.dev0), stage2.to(self.dev1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Run stage 1 on dev0, copy the activation to dev1, run stage 2 there."""
+        act = self.stage1(x.to(self.dev0))
+        return self.stage2(act.to(self.dev1))
+
+
+class PipelinedResNet(TwoStageResNet):
+    """One process, two devices: micro-batch i+1 in stage 1 while i in stage 2 (11)."""
+
+    def __init__(self, model: ResNet, dev0: torch.device | str,
+                 dev1: torch.device | str, split_size: int = 8):
+        super().__init__(model, dev0, dev1)
+        self.split_size = split_size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Feed `split_size` micro-batches; async CUDA queues let the stages overlap."""
+        chunks = iter(x.to(self.dev0).split(self.split_size))
+        ready = self.stage1(next(chunks)).to(self.dev1)
+        outs = []
+        for chunk in chunks:
+            outs.append(self.stage2(ready))  # queued on dev1 ...
+            ready = self.stage1(chunk).to(self.dev1)  # ... while dev0 runs the next one
+        outs.append(self.stage2(ready))
+        return torch.cat(outs)
+
+
+def max_rel_diff(got: Sequence[torch.Tensor], ref: Sequence[torch.Tensor]) -> float:
+    """Return the largest |got - ref|, each scaled by its max |ref| (10-12)."""
+    if len(got) != len(ref):
+        raise ValueError(f"{len(got)} tensors vs {len(ref)} reference tensors")
+    return max(((g.detach().cpu() - r.detach().cpu()).abs().max()
+                / r.detach().abs().max().clamp_min(1e-30)).item()
+               for g, r in zip(got, ref, strict=True))
+
+
+def training_memory(num_params: int, bytes_per_param: int = 4,
+                    optimizer_states: int = 2) -> dict[str, int]:
+    """Return bytes of parameters, gradients, optimizer state; Adam keeps 2 (10, 12)."""
+    params = num_params * bytes_per_param
+    return {"params": params, "grads": params, "optimizer": optimizer_states * params,
+            "total": (2 + optimizer_states) * params}

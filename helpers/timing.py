@@ -1,4 +1,7 @@
-"""Time code honestly: warm up, synchronise the device, report median and spread."""
+"""Time code honestly: warm up, synchronise the device, report median and spread.
+
+Each docstring ends with the notebooks that use it.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +10,16 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
-__all__ = ["Timing", "benchmark", "synchronize", "verdict"]
+__all__ = ["Timing", "benchmark", "paired_ratio", "synchronize", "verdict"]
 
 
 @dataclass(frozen=True)
 class Timing:
-    """Seconds per call over several measured repeats."""
+    """Seconds per call over several measured repeats (what `benchmark` returns)."""
 
     median: float
     iqr: float
@@ -31,7 +35,7 @@ class Timing:
 
 
 def synchronize(device: torch.device | str) -> None:
-    """Wait until all queued work on `device` has finished."""
+    """Wait until all queued work on `device` has finished (notebooks 03, 10, 11)."""
     dev = torch.device(device)
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
@@ -49,7 +53,7 @@ def _iqr(samples: list[float]) -> float:
 
 def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
               warmup: int = 3, repeats: int = 10, number: int = 1) -> Timing:
-    """Time `fn()` on `device`: warm up, then median seconds per call over repeats."""
+    """Time `fn()` on `device`: warm up, then the median over repeats (01-03, 05-13)."""
     if warmup < 0 or repeats < 1 or number < 1:
         raise ValueError("benchmark needs warmup >= 0, repeats >= 1 and number >= 1")
     dev = torch.device(device)
@@ -79,6 +83,26 @@ def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
                   repeats, str(dev), method)
 
 
+def paired_ratio(slow: Callable[[], object], fast: Callable[[], object],
+                 rounds: int = 5, **kwargs: Any) -> tuple[float, tuple[float, float]]:
+    """Time `slow` and `fast` side by side in rounds; return the median ratio and range.
+
+    Each round benchmarks both (`kwargs` go to `benchmark`), fast first in every other
+    round, so a load that rises or falls slows both sides of each ratio alike.
+    Used by notebooks 06 and 07.
+    """
+    if rounds < 1:
+        raise ValueError(f"paired_ratio needs rounds >= 1, got {rounds}")
+    ratios = []
+    for i in range(rounds):
+        if i % 2:
+            t_fast, t_slow = benchmark(fast, **kwargs), benchmark(slow, **kwargs)
+        else:
+            t_slow, t_fast = benchmark(slow, **kwargs), benchmark(fast, **kwargs)
+        ratios.append(t_slow.median / t_fast.median)
+    return statistics.median(ratios), (min(ratios), max(ratios))
+
+
 def _band(value: float, limits: list[float]) -> int:
     """Return the index of the band that holds `value`."""
     if value >= limits[-1]:
@@ -92,6 +116,7 @@ def verdict(value: float, bands: list[tuple[float, str]], *, ideal: float | None
 
     `spread` is the (lowest, highest) of the samples behind `value`: when they fall in
     different bands, the words say the run was too noisy to tell, not a band.
+    Used by notebooks 01, 03, 05, 06, 07, 10, 11, 12 and 13.
     """
     limits = [limit for limit, _ in bands]
     if limits != sorted(limits):

@@ -49,9 +49,11 @@ def text_sizes(fig: Any) -> dict[str, float]:
 
 
 def assert_readable(fig: Any) -> None:
-    """Assert the course's figure size (7 x 4 in at 100 dpi) and no text under 10 pt."""
-    assert fig.get_size_inches().tolist() == [7.0, 4.0], fig.get_size_inches()
-    assert fig.dpi == 100, f"dpi {fig.dpi}, want 100"
-    small = {t: s for t, s in text_sizes(fig).items() if s < 10}
-    assert not small, f"text under 10 pt: {small}"
+    """Assert the course's figure size and dpi, and no text under its smallest size."""
+    from helpers.plotting import DPI, FIGSIZE, FONT_SIZE
+
+    assert tuple(fig.get_size_inches()) == FIGSIZE, fig.get_size_inches()
+    assert fig.dpi == DPI, f"dpi {fig.dpi}, want {DPI}"
+    small = {t: s for t, s in text_sizes(fig).items() if s < FONT_SIZE}
+    assert not small, f"text under {FONT_SIZE} pt: {small}"
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from helpers.data import diabetes_split, digits_split
-from helpers.models import MLP, SmallCNN
+from helpers.models import MLP, SmallCNN, diabetes_split, digits_split
 
 
 def test_diabetes_split_shapes_and_scaling():

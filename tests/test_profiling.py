@@ -1,4 +1,4 @@
-"""helpers.profiling reads Chrome traces (nesting, rows, phases) and draws them."""
+"""helpers.profiling reads Chrome traces (nesting, rows, phases); plot_trace draws."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ import torch  # noqa: E402
 from conftest import assert_readable  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, record_function  # noqa: E402
 
-from helpers.profiling import TraceEvent, plot_trace, trace_events  # noqa: E402
+from helpers.plotting import plot_trace  # noqa: E402
+from helpers.profiling import TraceEvent, trace_events  # noqa: E402
 
 
 def _x(name, ts, dur, cat="cpu_op", pid=100, tid=1, **args):
@@ -151,7 +152,7 @@ def test_plot_colours_unknown_phases_and_refuses_nothing_to_draw():
 
 
 def test_importing_touches_neither_cuda_nor_matplotlib():
-    code = ("import sys, torch, helpers.profiling; "
+    code = ("import sys, torch, helpers.profiling, helpers.plotting; "
             "print(torch.cuda.is_initialized(), 'matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()

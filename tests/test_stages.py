@@ -1,5 +1,5 @@
-"""Tests of helpers.stages, of notebooks/scripts/stages.py and of the three pipeline
-scripts that notebooks 10 and 11 launch."""
+"""Tests of helpers.stages, the ResNet stages in helpers.models, notebooks/scripts/
+stages.py and the three pipeline scripts that notebooks 10 and 11 launch."""
 
 from __future__ import annotations
 
@@ -15,19 +15,17 @@ from conftest import NOTEBOOK_DIR, load_script
 from torch import nn
 
 from helpers.launch import torchrun
-from helpers.stages import (
+from helpers.models import (
     PipelinedResNet,
     TwoStageResNet,
-    bubble_fraction,
     cut_shape,
-    idle_fraction,
     make_resnet,
     max_rel_diff,
-    overlap_time,
-    plot_timeline,
     split_stages,
     training_memory,
 )
+from helpers.plotting import plot_timeline
+from helpers.stages import bubble_fraction, idle_fraction, overlap_time
 
 SCRIPTS = NOTEBOOK_DIR / "scripts"
 sys.path.insert(0, str(SCRIPTS))  # the scripts import their sibling stages.py

@@ -7,7 +7,7 @@ import time
 import pytest
 import torch
 
-from helpers import Timing, benchmark, synchronize
+from helpers import Timing, benchmark, paired_ratio, synchronize
 from helpers import timing as timing_mod
 
 
@@ -60,3 +60,22 @@ def test_cuda_events_on_gpu():  # the CPU path is covered above; this adds the G
     x = torch.randn(256, 256, device="cuda")
     t = benchmark(lambda: x @ x, device="cuda", repeats=3)
     assert t.method == "CUDA events" and t.median > 0
+
+
+def test_paired_ratio_alternates_and_takes_the_median_ratio(monkeypatch):
+    calls, medians = [], iter([4.0, 2.0, 3.0, 9.0, 6.0, 2.0])  # slow, fast, fast, ...
+
+    def fake(fn, **kwargs):
+        calls.append((fn(), kwargs))
+        return Timing(next(medians), 0.0, 0.0, 0.0, 1, "cpu", "perf_counter")
+
+    monkeypatch.setattr(timing_mod, "benchmark", fake)
+    ratio, spread = paired_ratio(lambda: "slow", lambda: "fast", rounds=3, repeats=2)
+    assert [c for c, _ in calls] == ["slow", "fast", "fast", "slow", "slow", "fast"]
+    assert all(kw == {"repeats": 2} for _, kw in calls)
+    assert (ratio, spread) == (3.0, (2.0, 3.0))  # ratios 2, 3, 3
+
+
+def test_paired_ratio_needs_a_round():
+    with pytest.raises(ValueError):
+        paired_ratio(lambda: None, lambda: None, rounds=0)

@@ -1,4 +1,4 @@
-"""Unit tests for helpers.visibility (fresh processes and the "set too late" check)."""
+"""Tests of CUDA_VISIBLE_DEVICES in helpers.devices: fresh processes, "too late"."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import warnings
 import pytest
 import torch
 
-from helpers import visibility
-from helpers.visibility import cuda_started, fresh_python, set_visible_devices
+from helpers import devices as devices_mod
+from helpers.devices import cuda_started, fresh_python, set_visible_devices
 
 
 class _FakeDriver:
@@ -66,21 +66,21 @@ def test_fresh_python_times_out():
 
 def test_cuda_started_is_false_without_a_driver(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
-    monkeypatch.setattr(visibility, "_load_driver", lambda: None)
+    monkeypatch.setattr(devices_mod, "_load_driver", lambda: None)
     assert cuda_started() is False
 
 
 def test_cuda_started_asks_the_driver(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
-    monkeypatch.setattr(visibility, "_load_driver", lambda: _FakeDriver(3))
+    monkeypatch.setattr(devices_mod, "_load_driver", lambda: _FakeDriver(3))
     assert cuda_started() is False  # CUDA_ERROR_NOT_INITIALIZED: cuInit not called
-    monkeypatch.setattr(visibility, "_load_driver", lambda: _FakeDriver(0))
+    monkeypatch.setattr(devices_mod, "_load_driver", lambda: _FakeDriver(0))
     assert cuda_started() is True
 
 
 def test_cuda_started_when_torch_initialised(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
-    monkeypatch.setattr(visibility, "_load_driver", lambda: None)
+    monkeypatch.setattr(devices_mod, "_load_driver", lambda: None)
     assert cuda_started() is True
 
 
@@ -91,15 +91,15 @@ def test_cuda_started_runs_on_this_machine():
 
 
 def test_load_driver_returns_none_when_missing(monkeypatch):
-    monkeypatch.setattr(visibility, "_DRIVER_NAMES", ("libno_such_driver.so.99",))
-    assert visibility._load_driver() is None
+    monkeypatch.setattr(devices_mod, "_DRIVER_NAMES", ("libno_such_driver.so.99",))
+    assert devices_mod._load_driver() is None
 
 
 @pytest.mark.parametrize("devices, value", [("1,2", "1,2"), ("", ""), (3, "3"),
                                             ([1, 0], "1,0"), ((2,), "2")])
 def test_set_visible_devices_formats_and_sets(monkeypatch, devices, value):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "unchanged")
-    monkeypatch.setattr(visibility, "cuda_started", lambda: False)
+    monkeypatch.setattr(devices_mod, "cuda_started", lambda: False)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert set_visible_devices(devices) == value
@@ -108,7 +108,7 @@ def test_set_visible_devices_formats_and_sets(monkeypatch, devices, value):
 
 def test_set_visible_devices_warns_when_too_late(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "unchanged")
-    monkeypatch.setattr(visibility, "cuda_started", lambda: True)
+    monkeypatch.setattr(devices_mod, "cuda_started", lambda: True)
     # the advice: restart first, then set it (setting it, then restarting, loses it)
     with pytest.warns(RuntimeWarning, match="after CUDA started.*restart and set it"):
         assert set_visible_devices([0]) == "0"
