@@ -21,7 +21,7 @@ from helpers.dp import (
 )
 from helpers.models import MLP
 
-TOL = {"rtol": 1e-5, "atol": 1e-6}  # float32 sums in a different order, nothing more
+TOL = dp.TOLERANCE  # float32 sums in a different order, nothing more
 
 
 def _data(batch: int, seed: int = 0) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
@@ -248,9 +248,9 @@ def test_real_data_parallel_grads_match_the_hand_built_step():
     real_grads = [p.grad.clone() for p in model.parameters()]
     model.zero_grad(set_to_none=True)
     out, _ = data_parallel_step(model, x.to(gpus[0]), y, F.mse_loss, gpus)
-    torch.testing.assert_close(out, out_real.detach(), rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out, out_real.detach(), **dp.GPU_TOLERANCE)
     for p, g in zip(model.parameters(), real_grads, strict=True):
-        torch.testing.assert_close(p.grad, g, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(p.grad, g, **dp.GPU_TOLERANCE)
 
 
 # --- where nn.DataParallel puts the model, and checkpoints from it --------------------
