@@ -149,11 +149,25 @@ def _processes(agents: list[subprocess.Popen], tag: str) -> list:
     return list(found.values())
 
 
+def _stop_groups(agents: list[subprocess.Popen], grace: float) -> list[int]:
+    """Without psutil (POSIX only): signal each agent's process group, then reap."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for agent in agents:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(agent.pid, sig)  # its session: torchrun and its workers
+        end = time.monotonic() + grace
+        while time.monotonic() < end and any(a.poll() is None for a in agents):
+            time.sleep(0.05)
+    return []  # which ranks still ran is unknown without psutil
+
+
 def _stop(agents: list[subprocess.Popen], tag: str, grace: float = 3.0) -> list[int]:
     """Terminate every process of the launch, kill what outlives `grace`, reap.
 
     Return the ranks whose workers were still running.
     """
+    if psutil is None:
+        return _stop_groups(agents, grace)
     procs, ranks = _processes(agents, tag), set()
     for p in procs:
         with contextlib.suppress(psutil.Error, KeyError, ValueError):
@@ -262,8 +276,8 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
                          "and max_restarts >= 0")
     if not Path(script).is_file():
         raise FileNotFoundError(f"no script {str(script)!r} in {Path.cwd().name}/")
-    if psutil is None:
-        raise ModuleNotFoundError("torchrun() needs psutil: pip install psutil")
+    if psutil is None and not hasattr(os, "killpg"):
+        raise ModuleNotFoundError("torchrun() needs psutil here: pip install psutil")
     args = [str(a) for a in script_args]
     for flag, path in zip(args, args[1:], strict=False):
         if flag == "--dump" and Path(path).is_file():

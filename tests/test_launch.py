@@ -269,3 +269,18 @@ def test_tidy_hides_machine_paths(monkeypatch, tmp_path):
             f'"{sys.prefix}/lib/python3.11/site-packages/torch/nn/f.py"')
     assert launch._tidy(line) == 'File "scripts/x.py", line 3 and File "torch/nn/f.py"'
 
+
+
+def test_without_psutil_the_process_groups_are_stopped(tmp_path, monkeypatch):
+    monkeypatch.setattr(launch, "psutil", None)  # e.g. a torch-only GPU box
+    body = 'print("up", flush=True)\ntime.sleep(600)\n'
+    watcher = threading.Thread(target=_interrupt_when_started,
+                               args=(tmp_path / "pids", 2), daemon=True)
+    watcher.start()
+    with pytest.raises(LaunchError, match="^interrupted"):
+        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
+    watcher.join()
+    pids = [int(p.read_text()) for p in (tmp_path / "pids").iterdir()]
+    left = [pid for pid in pids if psutil.pid_exists(pid)
+            and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert pids and not left, f"processes {left} outlived the launch"
