@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 from ddp_train import Net, flat_params, make_data, setup
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
@@ -52,6 +53,7 @@ def train(model: torch.nn.Module, batches: list, by_hand: bool, world: int,
     return calls
 
 
+@record  # a crashing rank's error reaches torchrun, and the launcher's message
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=8)

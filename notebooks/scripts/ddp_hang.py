@@ -23,8 +23,10 @@ import time
 import torch
 import torch.distributed as dist
 from ddp_train import setup
+from torch.distributed.elastic.multiprocessing.errors import record
 
 
+@record  # a crashing rank's error reaches torchrun, and the launcher's message
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--timeout", type=float, default=30.0,

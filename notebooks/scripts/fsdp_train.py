@@ -43,6 +43,7 @@ from fsdp_checkpoint import checkpoint
 from fsdp_model import Net, batch, build, full_params, max_diff, nbytes, shard
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torch.distributed.elastic.multiprocessing.errors import record
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tp_mlp import tensor_parallel
@@ -258,6 +259,7 @@ def run_world(args, rank: int, world: int, device: torch.device, mesh, out: Path
               f"vs DDP {r['max_diff_ddp']:.1e} ({name})")
 
 
+@record  # a crashing rank's error reaches torchrun, and the launcher's message
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)

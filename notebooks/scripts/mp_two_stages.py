@@ -34,6 +34,7 @@ from stages import (
     synthetic_batch,
 )
 from torch import nn
+from torch.distributed.elastic.multiprocessing.errors import record
 
 
 def parse_args() -> argparse.Namespace:
@@ -45,6 +46,7 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
+@record  # a crashing rank's error reaches torchrun, and the launcher's message
 def main() -> None:
     """Check one split step, then time one process against two stage processes."""
     args = parse_args()

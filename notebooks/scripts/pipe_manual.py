@@ -33,6 +33,7 @@ from stages import (
     stage_parser,
     synthetic_batch,
 )
+from torch.distributed.elastic.multiprocessing.errors import record
 
 
 def parse_args() -> argparse.Namespace:
@@ -50,6 +51,7 @@ def parse_args() -> argparse.Namespace:
     return p.parse_args()
 
 
+@record  # a crashing rank's error reaches torchrun, and the launcher's message
 def main() -> None:
     """Check one pipelined step's gradients, then time every split size."""
     args = parse_args()

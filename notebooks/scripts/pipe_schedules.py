@@ -27,6 +27,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from stages import join, make_stages, seconds, stage_parser, synthetic_batch
 from torch import nn
+from torch.distributed.elastic.multiprocessing.errors import record
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
 SCHEDULES = {"GPipe": ScheduleGPipe, "1F1B": Schedule1F1B}
@@ -83,6 +84,7 @@ def check_and_time(out: Path, x: torch.Tensor, y: torch.Tensor, chunks: int,
     return timings
 
 
+@record  # a crashing rank's error reaches torchrun, and the launcher's message
 def main() -> None:
     """Join the group, check and time both schedules on one batch, leave."""
     args = parse_args()
