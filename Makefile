@@ -15,8 +15,9 @@ $(QUIET_TARGETS): export PYTHONHASHSEED := 0
 $(QUIET_TARGETS): export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 NOTEBOOKS ?= $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
-NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg \
-         --nbval-cell-timeout=300
+# How every lane runs notebooks; strict nbval adds the stored-output comparison.
+NB_RUN := --nbval-current-env --nbval-cell-timeout=300
+NBVAL  := --nbval $(NB_RUN) --nbval-sanitize-with tests/sanitize.cfg
 
 .PHONY: help setup lab test lint unit nbval outputs bench badges html test-browser \
         test-gpu setup-compat test-compat clean
@@ -77,8 +78,8 @@ setup-compat: $(COMPAT_STAMP)
 test-compat: $(COMPAT_STAMP)
 	@$(COMPAT_BIN)/python -c "import sys, torch; print('compat lane: Python', \
 	    sys.version.split()[0], '· torch', torch.__version__)"
-	$(COMPAT_BIN)/pytest tests --ignore=tests/browser $(NOTEBOOKS) --nbval-lax \
-	    --nbval-current-env --nbval-cell-timeout=300 --durations=0
+	$(COMPAT_BIN)/pytest tests --ignore=tests/browser $(NOTEBOOKS) --nbval-lax $(NB_RUN) \
+	    --durations=0
 
 # JupyterLab refuses to run as root unless told; containers and CI often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
