@@ -59,7 +59,7 @@ def run() -> dict[str, float | int | str | list]:
         runs = interleave({name: partial(_train, *cfg, Path(tmp))
                            for name, cfg in CONFIGS.items()})
     ms = {name: [r["median_ms"] for r in rs] for name, rs in runs.items()}
-    print(show("DDP on the CPU, ddp_train.py", {n: [v / 1e3 for v in vs]
+    print(show("DDP on the CPU, ddp_train.py: time per step", {n: [v / 1e3 for v in vs]
                                                 for n, vs in ms.items()},
                {name: threads for name, (_, threads) in CONFIGS.items()}))
     ddp = pair_ratios(ms["1proc"], ms["2proc"])

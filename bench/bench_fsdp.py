@@ -55,7 +55,7 @@ def run() -> dict[str, float | int | str | list]:
     with tempfile.TemporaryDirectory() as out:
         runs = interleave({"fsdp_train": lambda: _launch(Path(out))})["fsdp_train"]
     f32 = [r["float32"] for r in runs]
-    print(show("FSDP2 vs DDP on the CPU, fsdp_train.py",
+    print(show("FSDP2 vs DDP on the CPU, fsdp_train.py: time per step",
                {k: [r[k]["step_s"] for r in f32] for k in ("fsdp", "ddp")}))
     ratios = [statistics.median(pair_ratios(  # the steps that ran side by side
         f["fsdp"]["step_samples"], f["ddp"]["step_samples"])) for f in f32]

@@ -34,8 +34,9 @@ def run() -> dict[str, float | int | list]:
                  "--rounds", PAIRS, nproc=2, threads=1, echo=False, timeout=600)
         result = json.loads((Path(out) / "pipe.json").read_text())
     rounds = {BATCH // int(s): r["runs"] for s, r in result.items()}  # m: per round
-    print(show(f"Two-stage pipeline, batch {BATCH}, pipe_manual.py",
-               {f"{m} micro-batches": t for m, t in rounds.items()}))
+    print(show(f"Two-stage pipeline, pipe_manual.py: step time / {BATCH} images",
+               {f"{m} micro-batches": [t / BATCH for t in ts]
+                for m, ts in rounds.items()}))
     best = min((m for m in MICRO_BATCHES if m > 1),
                key=lambda m: statistics.median(rounds[m]))
     ratios = pair_ratios(rounds[1], rounds[best])

@@ -65,18 +65,18 @@ def ratio_entry(key: str, ratios: Sequence[float]) -> dict[str, float | list | i
 
 def show(label: str, seconds: Mapping[str, Sequence[float]],
          threads: Mapping[str, int] | None = None) -> str:
-    """Return torch.utils.benchmark's table of each configuration's per-pair times.
+    """Return torch.utils.benchmark's table of each configuration's time in each pair.
 
-    `seconds` maps a configuration to its time per step in each pair (as measured
-    by the script it ran); `threads` its threads per process (1 if not given).
+    `seconds` maps a configuration to its time in each pair (as measured by the
+    script it ran), one column per pair; `threads` its threads per process (1 if
+    not given).
     """
     threads = threads or {}
-    table = Compare([
-        Measurement(1, list(times), TaskSpec(
-            stmt=name, setup="", label=label, sub_label=name,
-            description="median per step over pairs", num_threads=threads.get(name, 1)))
-        for name, times in seconds.items()])
-    return str(table)
+    return str(Compare([
+        Measurement(1, [t], TaskSpec(stmt=name, setup="", label=label, sub_label=name,
+                                     description=f"pair {i + 1}",
+                                     num_threads=threads.get(name, 1)))
+        for name, times in seconds.items() for i, t in enumerate(times)]))
 
 
 def describe(key: str, ratios: Sequence[float]) -> str:
