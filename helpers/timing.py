@@ -53,7 +53,7 @@ def _iqr(samples: list[float]) -> float:
 
 def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
               warmup: int = 3, repeats: int = 10, number: int = 1) -> Timing:
-    """Time `fn()` on `device`: warm up, then the median over repeats (01-03, 05-13)."""
+    """Time `fn()` after a warm-up: its median over repeats (01-03, 05-08, 10-13)."""
     if warmup < 0 or repeats < 1 or number < 1:
         raise ValueError("benchmark needs warmup >= 0, repeats >= 1 and number >= 1")
     dev = torch.device(device)
