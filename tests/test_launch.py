@@ -258,7 +258,8 @@ def test_bad_arguments_fail_early(tmp_path, monkeypatch):
         torchrun(_script(tmp_path, ""), nproc=0)
     with pytest.raises(ValueError):
         torchrun(_script(tmp_path, ""), max_restarts=-1)
-    monkeypatch.setattr(launch, "psutil", None)
+    monkeypatch.setattr(launch, "psutil", None)  # and no process groups (Windows)
+    monkeypatch.delattr(launch.os, "killpg")
     with pytest.raises(ModuleNotFoundError, match="pip install psutil"):
         torchrun(_script(tmp_path, ""))
 
