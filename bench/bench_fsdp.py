@@ -1,4 +1,4 @@
-"""FSDP2 vs DDP on the CPU: 2 processes at 1 thread each, the model of notebook 12.
+"""FSDP2 vs DDP on the CPU: 2 processes at 1 thread each, the model of notebook 14.
 
 Runs notebooks/scripts/fsdp_train.py under torchrun (gloo) PAIRS times. Each run
 trains the same seeded 4-block MLP (2.1 M parameters, Adam) with FSDP2 and with DDP,

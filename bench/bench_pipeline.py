@@ -1,6 +1,6 @@
 """Pipelined vs naive two-stage ResNet-14 on 2 CPU processes with 1 thread each.
 
-Runs notebooks/scripts/pipe_manual.py, the sweep of notebook 11, with a larger batch:
+Runs notebooks/scripts/pipe_manual.py, the sweep of notebook 13, with a larger batch:
 PAIRS rounds over all split sizes (each round runs them back to back, so drifting
 load hits them alike), each size's time in a round a median of 3 steps. The best
 pipelined split is the one with the lowest median over rounds; the speed-up is the

@@ -2,7 +2,7 @@
 
 Works on any list of devices, including several "devices" that are all the CPU,
 so the mechanics can be run and checked on a laptop. Nothing runs at import time.
-Each docstring ends with the notebook that uses it (07).
+Each docstring ends with the notebook that uses it (08).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ __all__ = ["GPU_TOLERANCE", "TOLERANCE", "data_parallel_step", "gather",
 
 Devices = int | Sequence[torch.device | str]
 # how far the hand-built step may be from one full-batch step: float32 sums in another
-# order, nothing more; and from nn.DataParallel on GPUs, whose kernels differ (07)
+# order, nothing more; and from nn.DataParallel on GPUs, whose kernels differ (08)
 TOLERANCE = {"rtol": 1e-5, "atol": 1e-6}
 GPU_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 
@@ -36,7 +36,7 @@ def _device_list(devices: Devices, default: torch.device | str) -> list[torch.de
 
 
 def split_sizes(batch: int, n: int) -> list[int]:
-    """Return the chunk sizes DataParallel splits `batch` rows in for `n` GPUs (07)."""
+    """Return the chunk sizes DataParallel splits `batch` rows in for `n` GPUs (08)."""
     if batch < 0 or n < 1:
         raise ValueError(f"need batch >= 0 and n >= 1, got batch={batch}, n={n}")
     if batch == 0:
@@ -46,7 +46,7 @@ def split_sizes(batch: int, n: int) -> list[int]:
 
 
 def replicate(module: nn.Module, devices: Devices) -> list[nn.Module]:
-    """Return one copy of `module` per device (an int: that many on its device) (07)."""
+    """Return one copy of `module` per device (an int: that many on its device) (08)."""
     source = next(module.parameters()).device
     replicas = [copy.deepcopy(module).to(d) for d in _device_list(devices, source)]
     for r in replicas:
@@ -55,7 +55,7 @@ def replicate(module: nn.Module, devices: Devices) -> list[nn.Module]:
 
 
 def scatter(batch: torch.Tensor, devices: Devices) -> list[torch.Tensor]:
-    """Split `batch` along dim 0 as DataParallel does, one chunk per device (07)."""
+    """Split `batch` along dim 0 as DataParallel does, one chunk per device (08)."""
     targets = _device_list(devices, batch.device)
     sizes = split_sizes(batch.shape[0], len(targets))
     used = targets[:len(sizes)]  # a small batch may fill fewer devices than given
@@ -64,7 +64,7 @@ def scatter(batch: torch.Tensor, devices: Devices) -> list[torch.Tensor]:
 
 def parallel_apply(replicas: Sequence[nn.Module],
                    chunks: Sequence[torch.Tensor]) -> list[torch.Tensor]:
-    """Run replica i on chunk i, each in its own thread; return the outputs (07)."""
+    """Run replica i on chunk i, each in its own thread; return the outputs (08)."""
     if len(replicas) != len(chunks):
         raise ValueError(f"{len(replicas)} replicas but {len(chunks)} chunks")
     results: list[torch.Tensor | BaseException | None] = [None] * len(chunks)
@@ -90,13 +90,13 @@ def parallel_apply(replicas: Sequence[nn.Module],
 
 def gather(outputs: Sequence[torch.Tensor],
            device: torch.device | str | None = None) -> torch.Tensor:
-    """Concatenate the outputs on `device` (default: the first output's) (07)."""
+    """Concatenate the outputs on `device` (default: the first output's) (08)."""
     target = torch.device(device) if device is not None else outputs[0].device
     return torch.cat([o.to(target) for o in outputs])
 
 
 def reduce_grads(module: nn.Module, replicas: Sequence[nn.Module]) -> None:
-    """Add the SUM of the replicas' gradients to `module`'s, as Broadcast does (07)."""
+    """Add the SUM of the replicas' gradients to `module`'s, as Broadcast does (08)."""
     params = [module.parameters(), *(r.parameters() for r in replicas)]
     for p, *copies in zip(*params, strict=True):
         grads = [c.grad.to(p.device) for c in copies if c.grad is not None]
@@ -109,7 +109,7 @@ def reduce_grads(module: nn.Module, replicas: Sequence[nn.Module]) -> None:
 def data_parallel_step(module: nn.Module, inputs: torch.Tensor, target: torch.Tensor,
                        loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
                        devices: Devices) -> tuple[torch.Tensor, torch.Tensor]:
-    """Run a DataParallel forward and backward; leave summed grads in `module` (07)."""
+    """Run a DataParallel forward and backward; leave summed grads in `module` (08)."""
     chunks = scatter(inputs, devices)
     replicas = replicate(module, [c.device for c in chunks])
     output = gather(parallel_apply(replicas, chunks))  # all outputs on device 0

@@ -1,4 +1,4 @@
-"""Run `torchrun` from a notebook cell (notebooks 08-13, bench/): show, stream, stop.
+"""Run `torchrun` from a notebook cell (notebooks 09-15, bench/): show, stream, stop.
 
 `torchrun("scripts/ddp_train.py", "--epochs", 2)` first prints the command a learner
 would type ("starting 2 processes: torchrun --standalone --nproc-per-node=2 ..."),
@@ -264,7 +264,7 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
              nnodes: int = 1, timeout: float = 120.0, threads: int = 1,
              echo: bool = True, env: dict[str, str] | None = None,
              max_restarts: int = 0) -> LaunchResult:
-    """Run `script` under torchrun here, streaming `[rank N]` lines (notebooks 08-13).
+    """Run `script` under torchrun here, streaming `[rank N]` lines (notebooks 09-15).
 
     `nproc` ranks on each of `nnodes` agents; `threads` sets OMP_NUM_THREADS and
     MKL_NUM_THREADS; `env` adds variables (over the GPU split); `echo=False` keeps

@@ -1,6 +1,6 @@
 """The models the notebooks train, the bundled data they train on, and their checks.
 
-An MLP and a CNN (notebooks 03, 05 and 07), the ResNet-14 that notebooks 10-12 split in
+An MLP and a CNN (notebooks 03, 05 and 08), the ResNet-14 that notebooks 12-14 split in
 two stages, the one-process model-parallel and pipelined versions of it, and how far
 two sets of tensors are apart. sklearn and torchvision load when first used; nothing
 here touches CUDA. Each docstring ends with the notebooks that use it.
@@ -24,12 +24,12 @@ __all__ = ["MLP", "STAGE_TOLERANCE", "PipelinedResNet", "SmallCNN", "TwoStageRes
 
 Split = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 # the largest max_rel_diff between a model cut in stages and the whole model: float64
-# or same-device float32 differ by far less (notebooks 10, 11 and tests/test_stages.py)
+# or same-device float32 differ by far less (notebooks 12, 13 and tests/test_stages.py)
 STAGE_TOLERANCE = 1e-4
 
 
 class MLP(nn.Module):
-    """Three linear layers with ReLU: the seed article's net (notebooks 03, 05, 07)."""
+    """Three linear layers with ReLU: the seed article's net (notebooks 03, 05, 08)."""
 
     def __init__(self, in_dim: int = 10, h1: int = 16, h2: int = 32, out_dim: int = 1):
         super().__init__()
@@ -94,7 +94,7 @@ def digits_split(test_size: float = 0.2, seed: int = 0) -> Split:
 
 
 def make_resnet(num_classes: int = 10, norm: str = "batch", seed: int = 0) -> ResNet:
-    """Return a seeded, untrained ResNet-18 less layer4: ResNet-14 (notebooks 10-12)."""
+    """Return a seeded, untrained ResNet-18 less layer4: ResNet-14 (notebooks 12-14)."""
     from torchvision.models import resnet18
 
     if norm not in ("batch", "group"):
@@ -110,7 +110,7 @@ def make_resnet(num_classes: int = 10, norm: str = "batch", seed: int = 0) -> Re
 
 
 def split_stages(model: ResNet) -> tuple[nn.Sequential, nn.Sequential]:
-    """Cut `make_resnet`'s model after layer1 in two stages (notebooks 10, 12)."""
+    """Cut `make_resnet`'s model after layer1 in two stages (notebooks 12, 14)."""
     m = model
     stage1 = nn.Sequential(m.conv1, m.bn1, m.relu, m.maxpool, m.layer1)
     stage2 = nn.Sequential(m.layer2, m.layer3, m.avgpool, nn.Flatten(1), m.fc)
@@ -118,7 +118,7 @@ def split_stages(model: ResNet) -> tuple[nn.Sequential, nn.Sequential]:
 
 
 def cut_shape(image: int) -> tuple[int, int, int]:
-    """Return the per-image shape stage 1 hands to stage 2 (notebook 10)."""
+    """Return the per-image shape stage 1 hands to stage 2 (notebook 12)."""
     side = -(-image // 4)  # the stem halves the image twice (conv, then max-pool)
     return (64, side, side)
 
@@ -140,7 +140,7 @@ class TwoStageResNet(nn.Module):
 
 
 class PipelinedResNet(TwoStageResNet):
-    """One process, two devices: micro-batch i+1 in stage 1 while i in stage 2 (11)."""
+    """One process, two devices: micro-batch i+1 in stage 1 while i in stage 2 (13)."""
 
     def __init__(self, model: ResNet, dev0: torch.device | str,
                  dev1: torch.device | str, split_size: int = 8):

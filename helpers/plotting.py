@@ -35,7 +35,7 @@ _CHAR_PX = 8.5  # a generous width of one character at 10 pt and 100 dpi, in pix
 
 
 def subplots(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
-    """Return `plt.subplots(...)` at the course's size and dpi (notebook 12)."""
+    """Return `plt.subplots(...)` at the course's size and dpi (notebook 14)."""
     import matplotlib.pyplot as plt
 
     kwargs.setdefault("figsize", FIGSIZE)
@@ -57,7 +57,7 @@ def _finish(ax: Axes, title: str, ylabel: str, xlabel: str = "") -> Figure:
 def bar_chart(labels: Sequence[str], values: Sequence[float], title: str = "",
               ylabel: str = "", errors: Sequence[float] | None = None,
               fmt: str = "{:.3g}") -> Figure:
-    """Draw one bar per label, its value above it (notebooks 05-08, 10, 11, 13)."""
+    """Draw one bar per label, its value above it (notebooks 05-09, 12, 13, 15)."""
     if len(labels) != len(values):
         raise ValueError(f"{len(labels)} labels but {len(values)} values")
     fig, ax = subplots()

@@ -1,6 +1,6 @@
 """Pipeline arithmetic: what a schedule leaves idle, and what stage timelines show.
 
-A timeline is a list of `Event`s that the stage processes of notebooks 10 and 11 record
+A timeline is a list of `Event`s that the stage processes of notebooks 12 and 13 record
 (notebooks/scripts/stages.py writes them: a copyable script imports no helpers).
 `helpers.plotting.plot_timeline` draws one. Nothing here touches CUDA. Each docstring
 ends with the notebooks that use it.
@@ -17,7 +17,7 @@ Event = tuple[int, str, int, float, float]
 
 
 def bubble_fraction(stages: int, micro_batches: int) -> float:
-    """Return the idle fraction (p-1)/(m+p-1) of a fill-drain schedule (notebook 11)."""
+    """Return the idle fraction (p-1)/(m+p-1) of a fill-drain schedule (notebook 13)."""
     if stages < 1 or micro_batches < 1:
         raise ValueError("need at least one stage and one micro-batch")
     return (stages - 1) / (micro_batches + stages - 1)

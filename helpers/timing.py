@@ -35,7 +35,7 @@ class Timing:
 
 
 def synchronize(device: torch.device | str) -> None:
-    """Wait until all queued work on `device` has finished (notebooks 03, 10, 11)."""
+    """Wait until all queued work on `device` has finished (notebooks 03, 12, 13)."""
     dev = torch.device(device)
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
@@ -89,7 +89,7 @@ def paired_ratio(slow: Callable[[], object], fast: Callable[[], object],
 
     Each round benchmarks both (`kwargs` go to `benchmark`), fast first in every other
     round, so a load that rises or falls slows both sides of each ratio alike.
-    Used by notebooks 06 and 07.
+    Used by notebooks 06 and 08.
     """
     if rounds < 1:
         raise ValueError(f"paired_ratio needs rounds >= 1, got {rounds}")
@@ -116,7 +116,7 @@ def verdict(value: float, bands: list[tuple[float, str]], *, ideal: float | None
 
     `spread` is the (lowest, highest) of the samples behind `value`: when they fall in
     different bands, the words say the run was too noisy to tell, not a band.
-    Used by notebooks 01, 03, 05, 06, 07, 10, 11, 12 and 13.
+    Used by notebooks 01, 03, 05, 06, 08, 12, 13, 14 and 15.
     """
     limits = [limit for limit, _ in bands]
     if limits != sorted(limits):

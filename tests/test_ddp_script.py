@@ -152,7 +152,7 @@ def test_accum_does_not_leak_gradients_across_epochs(ddp, group):
 
 
 def _tolerance() -> float:
-    """The script's own limit, which notebook 08 imports too (one source)."""
+    """The script's own limit, which notebook 09 imports too (one source)."""
     return load_script(SCRIPT).TOLERANCE
 
 

@@ -176,7 +176,7 @@ def test_import_does_not_initialise_cuda():
     (1, 2, (2, "cpu", "gloo")),  # nccl needs a GPU per rank: never 2 ranks on 1 GPU
     (2, 2, (2, "cuda", "nccl")),
     (3, 2, (2, "cuda", "nccl")),
-    (3, 4, (4, "cpu", "gloo")),  # 12's 4-rank part needs 4 GPUs
+    (3, 4, (4, "cpu", "gloo")),  # 14's 4-rank part needs 4 GPUs
     (4, 4, (4, "cuda", "nccl")),
     (1, 1, (1, "cuda", "nccl")),
     (0, None, (2, "cpu", "gloo")),

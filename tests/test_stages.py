@@ -1,5 +1,5 @@
 """Tests of helpers.stages, the ResNet stages in helpers.models, notebooks/scripts/
-stages.py and the three pipeline scripts that notebooks 10 and 11 launch."""
+stages.py and the three pipeline scripts that notebooks 12 and 13 launch."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ from torch.utils.data.distributed import DistributedSampler
 
 WARMUP_STEPS = 2  # the first optimizer steps are not timed (allocation, caches)
 # 2 gloo ranks vs 1 process on the full batch, in float32: the gradient is summed in
-# another order, and a few dozen momentum steps amplify the rounding. Notebook 08 and
+# another order, and a few dozen momentum steps amplify the rounding. Notebook 09 and
 # tests/test_ddp_script.py both import this limit (per weight and per mean loss).
 TOLERANCE = 1e-3
 

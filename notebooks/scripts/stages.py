@@ -1,8 +1,8 @@
 """What the three pipeline scripts share: the process-group setup, a two-stage
 ResNet-14, and one hand-written pipelined training step that records its timeline.
 
-Used by mp_two_stages.py (notebook 10), pipe_manual.py and pipe_schedules.py
-(notebook 11). Only torch and the standard library are used: copy the scripts/
+Used by mp_two_stages.py (notebook 12), pipe_manual.py and pipe_schedules.py
+(notebook 13). Only torch and the standard library are used: copy the scripts/
 folder and it runs. Nothing here joins a group or touches a GPU at import time.
 """
 

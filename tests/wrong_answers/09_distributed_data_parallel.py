@@ -1,4 +1,4 @@
-"""Typical wrong answers to notebook 08's exercises: each check must say "not yet"."""
+"""Typical wrong answers to notebook 09's exercises: each check must say "not yet"."""
 
 WRONG = {
     1: [  # forgets set_epoch: every epoch repeats epoch 0's order

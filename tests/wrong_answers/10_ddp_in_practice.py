@@ -1,4 +1,4 @@
-"""Typical wrong answers to notebook 09's exercises: each check must say "not yet"."""
+"""Typical wrong answers to notebook 10's exercises: each check must say "not yet"."""
 
 WRONG = {
     1: [  # a strided share of its own, ignoring the sampler's (shuffled) share

@@ -1,4 +1,4 @@
-"""Typical wrong answers to notebook 07's exercises: each check must say "not yet"."""
+"""Typical wrong answers to notebook 08's exercises: each check must say "not yet"."""
 
 WRONG = {
     1: ["answer = ([3, 3, 2, 2], [2, 1, 1, 1])  # spread as evenly as possible",

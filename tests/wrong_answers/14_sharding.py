@@ -1,4 +1,4 @@
-"""Typical wrong answers to notebook 12's exercises: each check must say "not yet"."""
+"""Typical wrong answers to notebook 14's exercises: each check must say "not yet"."""
 
 WRONG = {
     1: ["answer = 0.8 * GPU_BYTES / 16  # DDP: every GPU holds the whole state",

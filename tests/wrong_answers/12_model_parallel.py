@@ -1,4 +1,4 @@
-"""Typical wrong answers to notebook 10's exercises: each check must say "not yet"."""
+"""Typical wrong answers to notebook 12's exercises: each check must say "not yet"."""
 
 WRONG = {
     1: [  # the forward alone, with no backward

@@ -1,4 +1,4 @@
-"""Typical wrong answers to notebook 11's exercises: each check must say "not yet"."""
+"""Typical wrong answers to notebook 13's exercises: each check must say "not yet"."""
 
 WRONG = {
     1: ["answer = 4  # one micro-batch per stage",
