@@ -313,6 +313,38 @@ def test_word_budget(path):
         f"{path.name}: {words} markdown words, over the budget of {MAX_WORDS}")
 
 
+MAX_CELL_LINES = 15  # learner-visible code per cell, not counting imports and blanks
+
+
+def _code_lines(source: str) -> int:
+    """Count a cell's non-blank lines outside import statements and magics."""
+    python = _strip_magics(source)
+    if python is None:
+        return 0  # %%bash and the like: not Python code
+    lines = python.split("\n")
+    try:
+        tree = ast.parse(python)
+    except SyntaxError:
+        return sum(1 for line in lines if line.strip())
+    imports = {n for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
+               for n in range(node.lineno, node.end_lineno + 1)}
+    return sum(1 for n, line in enumerate(lines, 1) if line.strip() and n not in imports)
+
+
+def test_code_line_counter_skips_imports_and_blanks():
+    cell = "import os\nfrom helpers import (\n    check,\n    try_gpu,\n)\n\nx = 1\n%time y = 2"
+    assert _code_lines(cell) == 1, _code_lines(cell)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids)
+def test_code_cells_are_short(path):
+    long = [(i, n) for i, cell in enumerate(_read(path).cells)
+            if cell.cell_type == "code" and "solution" not in _tags(cell)
+            and not cell.source.startswith("#@title")
+            and (n := _code_lines(cell.source)) > MAX_CELL_LINES]
+    assert not long, (f"{path.name}: code cells over {MAX_CELL_LINES} lines "
+                      f"(cell index, lines): {long}")
+
 def _output_texts(cell: nbformat.NotebookNode) -> str:
     return "\n".join(_output_text(o) for o in cell.get("outputs", []))
 
