@@ -16,10 +16,10 @@ WRONG = {
     2: ["answer = 2 * 4 * 91_009  # the two moments, but no step counts",
         "answer = 4 * 91_009  # one moment per parameter",
         "answer = 2 * 4 * (64 * 128 + 5 * 128 * 128 + 128)  # weights without biases"],
-    3: ["def clipped_loss_one_graph(model, x, y):\n"
-        "    loss = nn.functional.mse_loss(model(x), y)\n"
-        "    return loss * torch.clamp(1.0 / loss, max=1.0)  # not detached",
-        "def clipped_loss_one_graph(model, x, y):\n"
-        "    return torch.clamp(nn.functional.mse_loss(model(x), y), max=1.0)",
-        "clipped_loss_one_graph = clipped_loss  # still two graphs"],
+    3: ["masked_loss_no_sync = masked_loss  # the mask index still syncs",
+        "def masked_loss_no_sync(out, y, keep):\n"
+        "    err = (out - y).square().squeeze(-1)\n"
+        "    return (err * keep).sum() / keep.sum().item()  # .item() syncs",
+        "def masked_loss_no_sync(out, y, keep):\n"
+        "    return ((out - y).square().squeeze(-1) * keep).mean()  # all rows' mean"],
 }

@@ -1,0 +1,17 @@
+"""Typical wrong answers to notebook 07's exercises: each check must say "not yet"."""
+
+WRONG = {
+    1: ["def clipped_loss_one_graph(model, x, y):\n"
+        "    loss = nn.functional.mse_loss(model(x), y)\n"
+        "    return loss * torch.clamp(1.0 / loss, max=1.0)  # not detached",
+        "def clipped_loss_one_graph(model, x, y):\n"
+        "    return torch.clamp(nn.functional.mse_loss(model(x), y), max=1.0)",
+        "clipped_loss_one_graph = clipped_loss  # still two graphs"],
+    2: ["def pad_batch(x, size):\n    return x  # the shape still changes",
+        "def pad_batch(x, size):\n"
+        "    return torch.zeros(size, x.shape[1])  # drops the batch",
+        "def pad_batch(x, size):\n"
+        "    return torch.cat([x, x[:size - len(x)]])  # repeats rows"],
+    3: ["def feed(static, new):\n    static = new  # rebinds the name only",
+        "def feed(static, new):\n    return new.clone()"],
+}
