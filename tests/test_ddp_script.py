@@ -1,19 +1,21 @@
-"""Tests of notebooks/scripts/ddp_train.py: its parts, then real 1- to 3-rank runs."""
+"""Tests of notebooks/scripts/ddp_train.py and its sequels (ddp_resume.py, ddp_eval.py,
+ddp_by_hand.py, ddp_hang.py): their parts, then real 1- to 3-rank runs."""
 
 from __future__ import annotations
 
-import math
 import statistics
 import sys
 
 import pytest
 import torch
-from conftest import NOTEBOOK_DIR, foreign_imports, load_script
+from conftest import NOTEBOOK_DIR, load_script
 from torch.utils.data import DataLoader
 
 from helpers.launch import LaunchError, free_port, torchrun
 
 SCRIPT = NOTEBOOK_DIR / "scripts" / "ddp_train.py"
+if str(SCRIPT.parent) not in sys.path:  # the scripts import their siblings
+    sys.path.insert(0, str(SCRIPT.parent))
 TINY = ["--samples", "256", "--batch-size", "32", "--image-size", "8", "--width", "4",
         "--epochs", "2"]
 
@@ -23,6 +25,11 @@ linux_only = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Lin
 @pytest.fixture(scope="module")
 def ddp():
     return load_script(SCRIPT)
+
+
+@pytest.fixture(scope="module")
+def parts():
+    return load_script(SCRIPT.with_name("ddp_parts.py"))
 
 
 @pytest.fixture
@@ -35,72 +42,79 @@ def group():
     dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("script", ["ddp_train", "ddp_by_hand", "ddp_hang"])
-def test_imports_only_torch_and_the_standard_library(script):
-    others = foreign_imports(SCRIPT.parent / f"{script}.py", allowed={"ddp_train"})
-    assert not others, f"imports beyond torch and the standard library: {others}"
+def flat(net):
+    return torch.nn.utils.parameters_to_vector(net.parameters()).detach()
 
 
-def test_data_is_seeded_and_balanced(ddp):
-    a, b = ddp.make_data(400, 8, seed=1), ddp.make_data(400, 8, seed=1)
+def test_data_is_seeded_and_balanced(parts):
+    a, b = parts.make_data(400, 8, seed=1), parts.make_data(400, 8, seed=1)
     assert torch.equal(a.tensors[0], b.tensors[0])
     assert a.tensors[0].shape == (400, 1, 8, 8)
     assert set(a.tensors[1].tolist()) == {0, 1, 2, 3}
 
 
-def test_net_maps_images_to_four_logits(ddp):
-    assert ddp.Net(width=4)(torch.zeros(3, 1, 8, 8)).shape == (3, 4)
+def test_net_maps_images_to_four_logits(parts):
+    assert parts.Net(width=4)(torch.zeros(3, 1, 8, 8)).shape == (3, 4)
 
 
 def test_args_have_the_documented_defaults(ddp):
-    args = ddp.parse_args([])
-    assert (args.fail_rank, args.accum, args.checkpoint, args.tf32) == (
-        -1, 1, "build/ddp_checkpoint.pt", "off")
-    assert (args.amp, args.resume, args.val_samples, args.fail_epoch,
-            args.fail_once) == ("off", False, 0, 1, False)
+    args = ddp.make_parser().parse_args([])
+    assert (args.accum, args.checkpoint, args.tf32, args.amp, args.batch_size) == (
+        1, "build/ddp_checkpoint.pt", "off", "off", 64)
 
 
-def test_evaluate_counts_each_sample_once(ddp, group):
+def test_evaluate_counts_each_sample_once(parts, group):
     """With a 1-process group all_reduce adds nothing: sum the strided shares here."""
-    args = ddp.parse_args(["--val-samples", "101", "--image-size", "8"])
+    evaluate = load_script(SCRIPT.with_name("ddp_eval.py")).evaluate
     torch.manual_seed(0)
-    net = ddp.Net(4)
-    x, y = ddp.make_data(101, 8, args.seed + 1).tensors
+    net = parts.Net(4)
+    data = parts.make_data(101, 8, seed=1)
+    x, y = data.tensors
     with torch.no_grad():
         exact = (net(x).argmax(1) == y).sum().item()
     for world in (1, 2, 3):
-        shares = [ddp.evaluate(net, args, r, world, torch.device("cpu"))
+        shares = [evaluate(net, data, r, world, torch.device("cpu"))
                   for r in range(world)]
         assert [sum(s) for s in zip(*shares, strict=True)] == [exact, 101], shares
 
 
-def test_resume_restores_model_optimizer_and_losses(ddp, tmp_path):
+def test_resume_restores_model_optimizer_and_losses(parts, tmp_path):
+    resume = load_script(SCRIPT.with_name("ddp_resume.py")).resume
     torch.manual_seed(0)
-    net = ddp.Net(4)
+    net = parts.Net(4)
     opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
     net(torch.randn(2, 1, 8, 8)).sum().backward()
     opt.step()  # momentum buffers now exist
     path = tmp_path / "ckpt.pt"
-    ddp.save({"model": net.state_dict(), "optimizer": opt.state_dict(), "epoch": 0,
-              "step": 16, "losses": [1.5]}, path)
-    args = ddp.parse_args(["--checkpoint", str(path), "--resume"])
-    fresh = ddp.Net(4)
+    parts.save({"model": net.state_dict(), "optimizer": opt.state_dict(), "epoch": 0,
+                "step": 16, "losses": [1.5]}, path)
+    fresh = parts.Net(4)
     fresh_opt = torch.optim.SGD(fresh.parameters(), lr=0.1, momentum=0.9)
     said = []
-    start, losses = ddp.resume(args, fresh, fresh_opt, torch.device("cpu"), said.append)
+    start, losses = resume(path, fresh, fresh_opt, torch.device("cpu"), said.append)
     assert (start, losses) == (1, [1.5])
-    assert torch.equal(ddp.flat_params(fresh), ddp.flat_params(net))
+    assert torch.equal(flat(fresh), flat(net))
     assert fresh_opt.state_dict()["state"].keys() == opt.state_dict()["state"].keys()
     assert said == [f"resumed from {path} at epoch 2, after step 16"], said
     path.unlink()
-    assert ddp.resume(args, fresh, fresh_opt, torch.device("cpu"), said.append) == (
-        0, [])
+    assert resume(path, fresh, fresh_opt, torch.device("cpu"), said.append) == (0, [])
 
 
-def test_bf16_autocast_trains_in_float32_weights(ddp, group):
-    data = ddp.make_data(64, 8, seed=0)
+def test_the_planted_crash_fires_at_its_step_only(parts, group):
+    plant_crash = load_script(SCRIPT.with_name("ddp_resume.py")).plant_crash
+    net = parts.Net(4)
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    plant_crash(opt, done=16, at=18)  # resumed after 16 steps: crash at the 2nd
+    opt.step()
+    with pytest.raises(RuntimeError, match="at step 18"):
+        opt.step()
+    opt.step()  # and only once
+
+
+def test_bf16_autocast_trains_in_float32_weights(ddp, parts, group):
+    data = parts.make_data(64, 8, seed=0)
     torch.manual_seed(0)
-    model = torch.nn.parallel.DistributedDataParallel(ddp.Net(4))
+    model = torch.nn.parallel.DistributedDataParallel(parts.Net(4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     total, _ = ddp.train_epoch(model, DataLoader(data, batch_size=16), opt, 1,
                                torch.device("cpu"), amp=True)
@@ -125,13 +139,13 @@ def test_any_world_size_gets_a_batch(ddp, world, accum):
         assert f"using {used}" in note
 
 
-def test_accum_does_not_leak_gradients_across_epochs(ddp, group):
+def test_accum_does_not_leak_gradients_across_epochs(ddp, parts, group):
     """7 micro-batches with --accum 3: steps of 3, 3 and 1, and nothing left over."""
-    data = ddp.make_data(28, 8, seed=0)
+    data = parts.make_data(28, 8, seed=0)
     loader = DataLoader(data, batch_size=4)
     torch.manual_seed(0)
-    net = ddp.Net(4)
-    plain = ddp.Net(4)
+    net = parts.Net(4)
+    plain = parts.Net(4)
     plain.load_state_dict(net.state_dict())
     model = torch.nn.parallel.DistributedDataParallel(net)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -147,7 +161,7 @@ def test_accum_does_not_leak_gradients_across_epochs(ddp, group):
             (torch.nn.functional.cross_entropy(plain(x), y) / len(group_of)).backward()
         plain_opt.step()
         plain_opt.zero_grad()
-    diff = (ddp.flat_params(net) - ddp.flat_params(plain)).abs().max().item()
+    diff = (flat(net) - flat(plain)).abs().max().item()
     assert diff < 1e-6, f"DDP accumulation differs from the manual steps by {diff:.1e}"
 
 
@@ -156,9 +170,9 @@ def _tolerance() -> float:
     return load_script(SCRIPT).TOLERANCE
 
 
-def _train(tmp_path, name, nproc, *extra, work=TINY, **launch):
+def _train(tmp_path, name, nproc, *extra, work=TINY, script=SCRIPT, **launch):
     dump = tmp_path / f"{name}.pt"
-    result = torchrun(SCRIPT, *work, "--dump", dump, "--checkpoint",
+    result = torchrun(script, *work, "--dump", dump, "--checkpoint",
                       tmp_path / "ckpt.pt", *extra, nproc=nproc, echo=False,
                       timeout=180, **launch)
     return torch.load(dump, weights_only=True), result
@@ -181,36 +195,43 @@ def test_two_ranks_match_one_process_on_the_full_batch(tmp_path):
 
 
 @linux_only
-def test_three_ranks_run_with_the_default_options(tmp_path):
-    """64 does not divide by 3: the script rounds to 63 with a note, never refuses."""
-    res, launch = _train(tmp_path, "three", 3, work=[])
+def test_three_ranks_run_with_the_default_options_and_evaluate_each_sample_once(
+        tmp_path):
+    """64 does not divide by 3: the script rounds to 63 with a note, never refuses;
+    101 new samples in shares of 34, 34 and 33, all-reduced once."""
+    res, launch = _train(tmp_path, "three", 3, "--val-samples", "101", work=[],
+                         script=SCRIPT.with_name("ddp_eval.py"))
     assert res["world_size"] == 3
     assert all(torch.equal(p, res["params"][0]) for p in res["params"]), "drifted"
     note = [line for line in launch.lines(0) if line.startswith("note:")]
     assert note and "using 63" in note[0], f"rank 0 printed {launch.lines(0)[:2]}"
     # 2048 samples: 683 per rank (one padded), 33 micro-batches of 21: 33 steps
     # per epoch, 2 epochs, the first 2 steps not timed.
-    assert res["steps"] == len(res["step_ms"]) == 2 * 33 - 2, res["steps"]
+    assert len(res["step_ms"]) == 2 * 33 - 2, len(res["step_ms"])
     assert res["median_ms"] == statistics.median(res["step_ms"]), "not the median"
-    assert math.isclose(res["seconds"], sum(res["step_ms"]) / 1e3)
+    assert res["val"][1] == 101 and 0 <= res["val"][0] <= 101, res["val"]
+
+
+RESUME = SCRIPT.with_name("ddp_resume.py")
 
 
 @linux_only
 def test_fail_rank_is_named_by_the_launcher(tmp_path):
     with pytest.raises(LaunchError) as info:
-        _train(tmp_path, "fail", 2, "--device", "cpu", "--fail-rank", "1")
+        _train(tmp_path, "fail", 2, "--device", "cpu", "--fail-rank", "1",
+               script=RESUME)
     assert info.value.rank == 1
     assert "RuntimeError: simulated crash on rank 1 at step 2" in str(info.value)
 
 
 @linux_only
 def test_a_rank_that_fails_once_resumes_to_the_same_weights(tmp_path):
-    """--fail-once under --max-restarts 1, with --resume: as if nothing had failed."""
+    """--fail-once under --max-restarts 1: as if nothing had failed."""
     plain, _ = _train(tmp_path, "plain", 2, "--device", "cpu")
     (tmp_path / "ckpt.pt").unlink()
-    resumed, result = _train(tmp_path, "resumed", 2, "--device", "cpu", "--resume",
+    resumed, result = _train(tmp_path, "resumed", 2, "--device", "cpu",
                              "--fail-rank", "1", "--fail-epoch", "2", "--fail-once",
-                             max_restarts=1)
+                             script=RESUME, max_restarts=1)
     assert any("simulated crash on rank 1" in line for line in result.lines(1))
     assert (resumed["restarts"], resumed["start_epoch"], resumed["start_step"]) == (
         1, 1, 8), {k: resumed[k] for k in ("restarts", "start_epoch", "start_step")}

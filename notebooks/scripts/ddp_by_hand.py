@@ -1,17 +1,17 @@
 """Average gradients by hand with all_reduce, then let DDP do it: the same training.
 
-    torchrun --nproc-per-node=2 ddp_by_hand.py
+    torchrun --standalone --nproc-per-node=2 ddp_by_hand.py
 
 Each rank trains two copies of ddp_train.py's model from one start, on its share of
 every global batch, on the CPU (gloo). The first copy averages its gradients itself,
 one all-reduce per parameter tensor after `backward`: what DDP automates. The second
 is wrapped in DDP, which packs the gradients into buckets (25 MB by default) and
-all-reduces a bucket as soon as all its gradients are ready. This model's 57 KiB fill
-one bucket, which is ready only when `backward` ends, so here DDP makes one all-reduce
-per step and overlaps nothing; a model with several buckets overlaps the earlier
-buckets' all-reduces with the rest of `backward`. Rank 0 reports how far apart the
-copies end, on every rank, and how many all-reduces each made per step; --dump saves
-that for a notebook.
+all-reduces a bucket as soon as all its gradients are ready. This model's 57 KiB of
+gradients fit in one bucket, ready only when `backward` ends, so here DDP makes one
+all-reduce per step, after `backward`, and nothing overlaps: the gain over the copy
+by hand is one collective instead of eight. Overlap needs several buckets; notebook
+11 (Communication) measures it. Rank 0 reports how far apart the copies end, on
+every rank, and how many all-reduces each made per step; --dump saves that.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from ddp_train import Net, flat_params, make_data, setup
+from ddp_parts import Net, make_data
+from ddp_train import setup
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.nn.utils import parameters_to_vector
 
 
 def average_gradients(model: torch.nn.Module, world: int) -> int:
@@ -76,8 +78,8 @@ def main() -> None:
     ddp.register_comm_hook(None, lambda state, bucket: (
         ddp_calls.append(bucket.buffer().numel()) or allreduce_hook(state, bucket)))
     train(ddp, batches, False, world, lr=0.1)
-    mine = flat_params(wrapped)
-    gap = (flat_params(by_hand) - mine).abs().max()
+    mine = parameters_to_vector(wrapped.parameters()).detach()
+    gap = (parameters_to_vector(by_hand.parameters()).detach() - mine).abs().max()
     dist.all_reduce(gap, op=dist.ReduceOp.MAX)  # the largest gap on any rank
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine)

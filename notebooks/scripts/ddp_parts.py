@@ -1,0 +1,92 @@
+"""What the DDP scripts share besides DDP itself: data, model, clock and report.
+
+ddp_train.py, ddp_by_hand.py, ddp_resume.py and ddp_eval.py train this model on
+these images, and end with `report`, which checks that every rank holds the same
+weights and saves what a notebook reads (--dump). Only torch and the standard
+library are used.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.nn.utils import parameters_to_vector
+from torch.utils.data import TensorDataset
+
+
+def make_data(samples: int, size: int, seed: int) -> TensorDataset:
+    """Return noisy images labelled by their brightest quadrant (4 classes)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(samples, 1, size, size, generator=g)
+    y = torch.randint(0, 4, (samples,), generator=g)
+    h = size // 2
+    for label, (r, c) in enumerate([(0, 0), (0, h), (h, 0), (h, h)]):
+        x[y == label, :, r:r + h, c:c + h] += 0.3
+    return TensorDataset(x, y)
+
+
+class Net(nn.Module):
+    """Three 3x3 convolutions and a linear head: much compute, few weights."""
+
+    def __init__(self, width: int = 16, classes: int = 4):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, width, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(2 * width, 2 * width, 3, padding=1), nn.ReLU(),
+            nn.AdaptiveAvgPool2d(2),
+        )
+        self.head = nn.Linear(2 * width * 4, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).flatten(1))
+
+
+def clock(device: torch.device) -> float:
+    """Return perf_counter seconds once all queued work on `device` has finished."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+def save(checkpoint: dict, path: Path) -> None:
+    """Write a checkpoint atomically: to a temporary file, then rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(checkpoint, path.with_suffix(".tmp"))
+    path.with_suffix(".tmp").replace(path)
+
+
+def report(model: nn.Module, losses: list[float], step_ms: list[float],
+           dump: str | None = None, **extra) -> None:
+    """Time one all-reduce of the weights, check that every rank holds the same ones,
+    and let rank 0 print that and save it all to `dump` (with `extra`)."""
+    mine = parameters_to_vector(model.parameters()).detach()
+    ms = []
+    for _ in range(23):  # 20 all-reduces of the gradients' size, after 3 to warm up
+        t = clock(mine.device)
+        dist.all_reduce(mine.clone())
+        ms.append(1e3 * (clock(mine.device) - t))
+    every = [torch.empty_like(mine) for _ in range(dist.get_world_size())]
+    dist.all_gather(every, mine)  # each rank sends its copy to all
+    if dist.get_rank() != 0:
+        return
+    every = torch.stack(every).cpu()
+    spread = (every - every[0]).abs().max().item()
+    median = statistics.median(step_ms) if step_ms else float("nan")
+    allreduce_ms = statistics.median(ms[3:])
+    print(f"{len(step_ms)} timed steps: median {median:.1f} ms per step")
+    print(f"weights on all {len(every)} ranks identical: {spread == 0} "
+          f"(max difference {spread:.1e})")
+    print(f"one all-reduce of the {4 * mine.numel() / 1024:.0f} KiB of gradients: "
+          f"median {allreduce_ms:.2f} ms", flush=True)
+    if dump:
+        Path(dump).parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"params": every, "losses": losses, "step_ms": step_ms,
+                    "median_ms": median, "allreduce_ms": allreduce_ms,
+                    "world_size": len(every), "backend": dist.get_backend(),
+                    "device": mine.device.type, **extra}, dump)
