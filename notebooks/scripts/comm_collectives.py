@@ -1,0 +1,232 @@
+"""The collectives by hand, a ring all-reduce from send/recv, and bandwidth by size.
+
+    torchrun --standalone --nproc-per-node=4 comm_collectives.py --out build/comm
+
+Every rank records what it holds before and after each collective (broadcast,
+reduce, all_reduce, reduce_scatter, all_gather, send/recv); rank 0 writes them all
+to collectives.json. Then a ring all-reduce built from isend/irecv (a reduce-scatter,
+then an all-gather) is compared with dist.all_reduce, counting the bytes each rank
+sends. Last, all-reduces from 1 KiB to 64 MiB are timed (medians) and written as the
+nccl-tests report them: algbw = bytes / time, busbw = algbw x 2(N-1)/N, with one
+rank's memory-copy bandwidth beside them (bandwidth.json). With one GPU per rank the
+default group is nccl and a second, gloo group sweeps CPU tensors too. Only torch and
+the standard library are used, so you can copy this file into your project.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch.distributed.elastic.multiprocessing.errors import record
+
+KIB = 1024
+SIZES = [KIB * 4**k for k in range(9)]  # 1 KiB, 4 KiB, 16 KiB, ..., 64 MiB
+
+
+def setup(device: str = "auto") -> torch.device:
+    """Join the process group torchrun describes; return this rank's device."""
+    if "LOCAL_RANK" not in os.environ:
+        raise SystemExit(f"start me with torchrun, e.g. torchrun --standalone "
+                         f"--nproc-per-node=2 {os.path.basename(sys.argv[0])}")
+    local_rank = int(os.environ["LOCAL_RANK"])  # this process's index on its machine
+    local_world = int(os.environ["LOCAL_WORLD_SIZE"])  # processes on this machine
+    if device == "auto":  # a GPU for every process on this machine, or none
+        device = "cuda" if torch.cuda.device_count() >= local_world else "cpu"
+    if device == "cuda":
+        if local_rank >= torch.cuda.device_count():
+            raise SystemExit(f"local rank {local_rank} has no GPU of its own: "
+                             f"{torch.cuda.device_count()} visible on this machine")
+        dev = torch.device("cuda", local_rank)
+        torch.cuda.set_device(dev)
+        dist.init_process_group("nccl", device_id=dev)  # binds the group to this GPU
+        return dev
+    dist.init_process_group("gloo")
+    atexit.register(time.sleep, 0.2)  # workaround: gloo's threads finish freeing
+    return torch.device("cpu")
+
+
+def clock(device: torch.device) -> float:
+    """Return perf_counter seconds once all queued work on `device` has finished."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+def collectives(device: torch.device) -> dict[str, dict[str, list]]:
+    """Run each collective on small tensors; return what each rank held, before/after.
+
+    Rank r starts with [10r, 10r+1, ..., 10r+N-1] (N ranks), so every value says
+    where it came from. The tensor after `reduce` on ranks other than dst is scratch
+    space (its contents are not defined), so only dst's is kept.
+    """
+    rank, world = dist.get_rank(), dist.get_world_size()
+
+    def mine() -> torch.Tensor:
+        return torch.arange(world, dtype=torch.float32, device=device) + 10 * rank
+
+    ran = {}
+    t = mine()
+    before = t.tolist()
+    dist.broadcast(t, src=0)  # rank 0's tensor, copied to every rank
+    ran["broadcast"] = (before, t.tolist())
+    t = mine()
+    dist.reduce(t, dst=0)  # the sum over ranks, on rank 0 only
+    ran["reduce"] = (mine().tolist(), t.tolist() if rank == 0 else None)
+    t = mine()
+    dist.all_reduce(t)  # the sum over ranks, on every rank
+    ran["all_reduce"] = (mine().tolist(), t.tolist())
+    out = torch.zeros(1, device=device)
+    dist.reduce_scatter(out, list(mine().chunk(world)))  # rank r: the sum of chunk r
+    ran["reduce_scatter"] = (mine().tolist(), out.tolist())
+    parts = [torch.zeros(world, device=device) for _ in range(world)]
+    dist.all_gather(parts, mine())  # every rank's tensor, on every rank
+    ran["all_gather"] = (mine().tolist(), torch.cat(parts).tolist())
+    t = mine()
+    if rank == 0:
+        dist.send(t, dst=world - 1)  # point to point: one sender, one receiver
+    elif rank == world - 1:
+        dist.recv(t, src=0)
+    ran["send_recv"] = (mine().tolist(), t.tolist())
+    every = [None] * world
+    dist.all_gather_object(every, ran)  # small Python objects, pickled
+    return {name: {"before": [e[name][0] for e in every],
+                   "after": [e[name][1] for e in every]} for name in ran}
+
+
+def ring_all_reduce(t: torch.Tensor) -> int:
+    """Sum `t` over all ranks in place, in a ring; return the bytes this rank sent.
+
+    The tensor is cut into N chunks. Reduce-scatter: in N-1 steps each rank sends one
+    chunk to its right neighbour and adds the chunk it gets from its left one; after
+    them rank r holds the full sum of chunk r+1. All-gather: N-1 more steps pass the
+    summed chunks around the ring, each rank copying what it gets.
+    """
+    rank, world = dist.get_rank(), dist.get_world_size()
+    right, left = (rank + 1) % world, (rank - 1) % world
+    chunks = list(t.view(-1).tensor_split(world))  # views: writing them writes t
+    sent = 0
+    for step in range(2 * (world - 1)):
+        send_i = (rank - step) % world  # the chunk this rank passes on at this step
+        recv_i = (rank - step - 1) % world
+        got = torch.empty_like(chunks[recv_i])
+        reqs = [dist.isend(chunks[send_i], right), dist.irecv(got, left)]
+        for req in reqs:  # both at once, or every rank would wait to send first
+            req.wait()
+        sent += chunks[send_i].numel() * chunks[send_i].element_size()
+        if step < world - 1:
+            chunks[recv_i] += got  # reduce-scatter: add the neighbour's partial sum
+        else:
+            chunks[recv_i].copy_(got)  # all-gather: the chunk is complete; keep it
+    return sent
+
+
+def check_ring(device: torch.device, numel: int) -> dict[str, float | int]:
+    """Compare ring_all_reduce with dist.all_reduce on random data; count bytes."""
+    g = torch.Generator().manual_seed(dist.get_rank())
+    x = torch.randn(numel, generator=g).to(device)
+    ours, theirs = x.clone(), x.clone()
+    sent = ring_all_reduce(ours)
+    dist.all_reduce(theirs)
+    return {"numel": numel, "bytes_per_rank": x.numel() * x.element_size(),
+            "sent": sent, "max_diff": (ours - theirs).abs().max().item(),
+            "max_abs": theirs.abs().max().item()}
+
+
+def busbw_factor(world: int) -> float:
+    """Return nccl-tests' all-reduce factor: busbw = algbw x 2(N-1)/N."""
+    return 2 * (world - 1) / world
+
+
+def time_all_reduce(nbytes: int, device: torch.device, group=None,
+                    repeats: int = 5) -> list[float]:
+    """Return the seconds of `repeats` all-reduces of `nbytes`, each after a barrier."""
+    t = torch.ones(nbytes // 4, device=device)
+    times = []
+    for i in range(repeats + 2):  # 2 warm-ups
+        dist.barrier(group=group)
+        start = clock(device)
+        dist.all_reduce(t, group=group)
+        if i >= 2:
+            times.append(clock(device) - start)
+    return times
+
+
+def sweep(device: torch.device, sizes: list[int], group=None) -> list[dict]:
+    """Time all-reduces of each size; return nccl-tests' algbw and busbw (GB/s)."""
+    world, rows = dist.get_world_size(group), []
+    for nbytes in sizes:
+        runs = time_all_reduce(nbytes, device, group,
+                               repeats=15 if nbytes <= 2**20 else 5)
+        t = statistics.median(runs)
+        rows.append({"bytes": nbytes, "seconds": t, "runs": runs,
+                     "algbw": nbytes / t / 1e9,
+                     "busbw": nbytes / t / 1e9 * busbw_factor(world)})
+    return rows
+
+
+def memcpy_gbps(device: torch.device, nbytes: int = 64 * 2**20) -> float:
+    """Return the median GB/s of copying `nbytes` within this rank's memory."""
+    src = torch.ones(nbytes // 4, device=device)
+    dst = torch.empty_like(src)
+    times = []
+    for _ in range(7):
+        start = clock(device)
+        dst.copy_(src)
+        times.append(clock(device) - start)
+    return nbytes / statistics.median(times[2:]) / 1e9
+
+
+def run(out: Path, device: torch.device, max_kib: int = 64 * KIB,
+        ring_numel: int = 2**20) -> None:
+    """Run the three parts on every rank; rank 0 writes the JSON files to `out`."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    held = collectives(device)
+    ring = check_ring(device, ring_numel)
+    sizes = [s for s in SIZES if s <= max_kib * KIB]
+    groups = {dist.get_backend(): (device, None)}
+    if device.type == "cuda":  # also gloo, on CPU tensors, in a second group
+        groups["gloo"] = (torch.device("cpu"), dist.new_group(backend="gloo"))
+    bandwidth = {name: sweep(dev, sizes, group) for name, (dev, group)
+                 in groups.items()}
+    copy = memcpy_gbps(device) if rank == 0 else None
+    if rank == 0:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "collectives.json").write_text(json.dumps(held))
+        (out / "bandwidth.json").write_text(json.dumps(
+            {"world": world, "ring": ring, "memcpy_GBps": copy, "sweeps": bandwidth}))
+        print(f"{world} ranks, {dist.get_backend()} on {device.type}: ring all-reduce "
+              f"sent {ring['sent']} bytes per rank; max difference from all_reduce "
+              f"{ring['max_diff']:.1e}")
+        for name, rows in bandwidth.items():
+            big = rows[-1]
+            print(f"{name}: {big['bytes'] / 2**20:.0f} MiB all-reduce in "
+                  f"{big['seconds'] * 1e3:.1f} ms, busbw {big['busbw']:.2f} GB/s")
+
+
+@record  # a crashing rank's traceback reaches torchrun's summary
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", default="build/comm", help="folder for the JSON results")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--max-kib", type=int, default=64 * KIB,
+                   help="the largest all-reduce of the sweep, in KiB")
+    p.add_argument("--ring-numel", type=int, default=2**20,
+                   help="float32 elements of the ring all-reduce check (any number)")
+    args = p.parse_args(argv)
+    device = setup(args.device)
+    run(Path(args.out), device, args.max_kib, args.ring_numel)
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
