@@ -1,4 +1,4 @@
-"""Read a profiler's Chrome trace as timed events, one row per thread or stream.
+"""Read a profiler's Chrome trace: as timed events, or as where each step's time went.
 
 A row is a CPU thread or a GPU stream; depth is how deeply an event nests inside others
 on its row (a `record_function` label at 0, the ops it calls at 1, ...).
@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
+import statistics
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LABELS", "TraceEvent", "trace_events"]
+from helpers.timing import verdict
+
+__all__ = ["FIXES", "LABELS", "StepBreakdown", "TraceEvent", "diagnose",
+           "step_breakdown", "trace_events"]
 
 # Chrome-trace categories that the GPU itself runs; every other complete event is CPU.
 _GPU_CATEGORIES = frozenset(
@@ -27,7 +32,7 @@ _EPS = 1e-3  # microseconds: rounding slack when one event nests inside another
 
 @dataclass(frozen=True)
 class TraceEvent:
-    """One timed event: where it ran, when (ms from the start), its phase (06)."""
+    """One timed event: where it ran, when (ms from the start), its phase (06, 07)."""
 
     name: str
     row: str
@@ -58,6 +63,12 @@ def _load(trace: Any) -> dict:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as f:
         return json.load(f)
+
+
+def _complete(trace: Any) -> list[dict]:
+    """Return a trace's complete ("X") events that belong to a process."""
+    return [e for e in _load(trace).get("traceEvents", []) if e.get("ph") == "X"
+            and isinstance(e.get("pid"), int) and "ts" in e and "dur" in e]
 
 
 def _row_names(keys: list[tuple]) -> dict[tuple, str]:
@@ -95,9 +106,7 @@ def trace_events(trace: Any, labels: Sequence[str] = LABELS) -> list[TraceEvent]
     the shortest labelled CPU event running when it starts (autograd's own thread);
     a GPU event takes the phase of the CPU call that launched it ("correlation" id).
     """
-    raw = [e for e in _load(trace).get("traceEvents", [])
-           if e.get("ph") == "X" and isinstance(e.get("pid"), int)
-           and "ts" in e and "dur" in e]
+    raw = _complete(trace)
     raw.sort(key=lambda e: (float(e["ts"]), -float(e["dur"])))
     if not raw:
         return []
@@ -137,3 +146,88 @@ def trace_events(trace: Any, labels: Sequence[str] = LABELS) -> list[TraceEvent]
                                  (float(e["ts"]) - origin) / 1e3,
                                  float(e["dur"]) / 1e3, depth, phase))
     return events
+
+
+# --- Where a training step's time went (notebook 15) ---------------------------------
+# Each instant of a step counts once, as the first part that applies: the host waits in
+# a sync (`.item()`: aten::_local_scalar_dense), the host waits for the DataLoader,
+# compute (GPU kernels; in a CPU-only trace, CPU operators), communication that no
+# compute hides (gloo/nccl collectives), other (Python, launches, idle).
+PARTS = ("sync", "data", "compute", "comm", "other")
+FIXES = {"sync": "drop the per-step .item(): log every N steps",
+         "data": "feed it faster: DataLoader workers, pin_memory",
+         "comm": "a bigger per-rank batch, or no_sync: fewer all-reduces",
+         "other": "a bigger per-rank batch, or fewer, larger kernels (notebook 07)"}
+_DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def _kind(e: dict, gpu: bool) -> str:
+    """Return the part of a step that a trace event is, or "" for none."""
+    name, cat = str(e.get("name", "")), e.get("cat")
+    if name.startswith(("gloo:", "c10d::")) or "nccl" in name.lower():
+        return "comm"
+    if name in ("aten::item", "aten::_local_scalar_dense") or (
+            cat == "cuda_runtime" and "Synchronize" in name):
+        return "sync"
+    return "data" if name.startswith("enumerate(DataLoader)") else (
+        "compute" if cat in (_DEVICE if gpu else ("cpu_op",)) else "")
+
+
+def _covered(spans: list[tuple[float, float]]) -> float:
+    """Return the length of the union of (start, end) spans."""
+    total, end = 0.0, -math.inf
+    for lo, hi in sorted(spans):
+        total, end = total + max(0.0, hi - max(lo, end)), max(end, hi)
+    return total
+
+
+def _steps(trace: Any) -> list[dict[str, float]]:
+    """Return each "ProfilerStep#N" of a trace as {part: microseconds}."""
+    raw = _complete(trace)
+    gpu = any(e.get("cat") in _DEVICE for e in raw)
+    spans: dict[str, list] = {k: [] for k in (*PARTS, "")}
+    for e in raw:
+        spans[_kind(e, gpu)].append((float(e["ts"]), float(e["ts"]) + float(e["dur"])))
+    rows = []
+    for e in raw:
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"):
+            lo, hi = float(e["ts"]), float(e["ts"]) + float(e["dur"])
+            clip = [[(max(a, lo), min(b, hi)) for a, b in spans[k] if a < hi and b > lo]
+                    for k in PARTS[:-1]]
+            edges = [0.0, *(_covered(sum(clip[:i], [])) for i in (1, 2, 3, 4)), hi - lo]
+            rows.append({p: edges[i + 1] - edges[i] for i, p in enumerate(PARTS)})
+    return rows
+
+
+@dataclass
+class StepBreakdown:
+    """A step's mean ms per part (summing to `step`), each rank's compute share (15)."""
+
+    step: float
+    parts: dict[str, float]
+    shares: list[float]
+
+
+def step_breakdown(traces: Sequence[Any]) -> StepBreakdown:
+    """Split each "ProfilerStep#N" of each rank's trace into PARTS (notebook 15)."""
+    ranks = [_steps(t) for t in traces]
+    if not ranks or not all(ranks):
+        raise ValueError("a trace has no ProfilerStep#N: profile with a schedule and "
+                         "call prof.step() after every step")
+    rows = [r for steps in ranks for r in steps]
+    parts = {p: statistics.fmean(r[p] for r in rows) / 1e3 for p in PARTS}
+    shares = [sum(r["compute"] for r in s) / sum(sum(r.values()) for r in s)
+              for s in ranks]
+    return StepBreakdown(sum(parts.values()), parts, shares)
+
+
+def diagnose(b: StepBreakdown) -> str:
+    """Say whether a step can scale, and which overhead to fix first (notebook 15)."""
+    words = verdict(100 * b.parts["compute"] / b.step, [
+        (50, "mostly overhead: more devices barely help"),
+        (80, "part overhead: scaling falls short of the ideal"),
+        (math.inf, "mostly compute, the part that more devices divide")],
+        spread=(100 * min(b.shares), 100 * max(b.shares)), unit=" % compute")
+    worst = max((p for p in PARTS if p != "compute"), key=b.parts.get)
+    return (f"{words}; largest overhead: {worst}, {b.parts[worst]:.1f} of "
+            f"{b.step:.1f} ms; fix: {FIXES[worst]}")
