@@ -42,7 +42,7 @@ def _assert_nothing_left(tmp_path: Path, tag: str) -> None:
     left = [pid for pid in pids if psutil.pid_exists(pid)
             and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
     assert not left, f"processes {left} outlived the launch"
-    assert launch._processes([], tag) == [], "a process of the launch still runs"
+    assert not launch._processes([], tag), "a process of the launch still runs"
 
 
 def test_success_shows_the_command_and_streams_prefixed_lines(tmp_path, capsys):
@@ -115,7 +115,7 @@ def test_the_shown_commands_are_torchruns_own(monkeypatch):
 
 
 def test_crash_is_named_from_its_error_file(tmp_path, capsys):
-    """@record: torchrun's error file holds the exception; stale results are named."""
+    """@record: torchrun's error file holds the exception; a --dump is deleted first."""
     old = tmp_path / "old.pt"
     old.write_text("an earlier run's results")
     body = ('from torch.distributed.elastic.multiprocessing.errors import record\n'
@@ -133,8 +133,6 @@ def test_crash_is_named_from_its_error_file(tmp_path, capsys):
     assert msg.splitlines()[1:] == ["    ValueError: bad batch on rank 1"], msg
     assert "Traceback" not in msg and 'File "' not in msg
     assert not old.exists(), "a --dump file is deleted before the launch"
-    assert f"Its results in {old} are missing or from an earlier run" in msg.splitlines(
-        )[0], "said in the first paragraph"
     _assert_nothing_left(tmp_path, err.result.tag)
 
 
@@ -204,17 +202,14 @@ def _interrupt_when_started(pids: Path, count: int) -> None:
     os.kill(os.getpid(), signal.SIGINT)
 
 
-def test_interrupt_stops_everything_and_says_the_results_are_stale(tmp_path):
+def test_interrupt_stops_everything(tmp_path):
     body = 'print("up", flush=True)\ntime.sleep(600)\n'
     watcher = threading.Thread(target=_interrupt_when_started,
                                args=(tmp_path / "pids", 2), daemon=True)
     watcher.start()
     with pytest.raises(LaunchError, match="^interrupted") as info:
-        torchrun(_script(tmp_path, body), tmp_path / "pids", "--out", tmp_path,
-                 echo=False, timeout=60)
+        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
     watcher.join()
-    assert f"results in {tmp_path} are missing or from an earlier run" in str(
-        info.value)
     _assert_nothing_left(tmp_path, info.value.result.tag)
 
 
@@ -258,30 +253,6 @@ def test_bad_arguments_fail_early(tmp_path, monkeypatch):
         torchrun(_script(tmp_path, ""), nproc=0)
     with pytest.raises(ValueError):
         torchrun(_script(tmp_path, ""), max_restarts=-1)
-    monkeypatch.setattr(launch, "psutil", None)  # and no process groups (Windows)
-    monkeypatch.delattr(launch.os, "killpg")
+    monkeypatch.setattr(launch, "psutil", None)
     with pytest.raises(ModuleNotFoundError, match="pip install psutil"):
         torchrun(_script(tmp_path, ""))
-
-
-def test_tidy_hides_machine_paths(monkeypatch, tmp_path):
-    monkeypatch.chdir(tmp_path)
-    line = (f'File "{tmp_path}/scripts/x.py", line 3 and File '
-            f'"{sys.prefix}/lib/python3.11/site-packages/torch/nn/f.py"')
-    assert launch._tidy(line) == 'File "scripts/x.py", line 3 and File "torch/nn/f.py"'
-
-
-
-def test_without_psutil_the_process_groups_are_stopped(tmp_path, monkeypatch):
-    monkeypatch.setattr(launch, "psutil", None)  # e.g. a torch-only GPU box
-    body = 'print("up", flush=True)\ntime.sleep(600)\n'
-    watcher = threading.Thread(target=_interrupt_when_started,
-                               args=(tmp_path / "pids", 2), daemon=True)
-    watcher.start()
-    with pytest.raises(LaunchError, match="^interrupted"):
-        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
-    watcher.join()
-    pids = [int(p.read_text()) for p in (tmp_path / "pids").iterdir()]
-    left = [pid for pid in pids if psutil.pid_exists(pid)
-            and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
-    assert pids and not left, f"processes {left} outlived the launch"
