@@ -1,9 +1,9 @@
 """The models the notebooks train, the bundled data they train on, and their checks.
 
-An MLP and a CNN (notebooks 03, 05 and 08), the ResNet-14 that notebooks 12-14 split in
-two stages, the one-process model-parallel and pipelined versions of it, and how far
-two sets of tensors are apart. sklearn and torchvision load when first used; nothing
-here touches CUDA. Each docstring ends with the notebooks that use it.
+An MLP and a CNN, the ResNet-14 that notebooks 12-14 cut in two stages, its model-
+parallel and pipelined forms, and how far two sets of tensors are apart. sklearn and
+torchvision load when first used; nothing here touches CUDA. Each docstring ends with
+the notebooks that use it.
 """
 
 from __future__ import annotations
@@ -19,12 +19,11 @@ if TYPE_CHECKING:
     from torchvision.models import ResNet
 
 __all__ = ["MLP", "STAGE_TOLERANCE", "PipelinedResNet", "SmallCNN", "TwoStageResNet",
-           "cut_shape", "diabetes_split", "digits_split", "make_resnet", "max_rel_diff",
+           "diabetes_split", "digits_split", "make_resnet", "max_rel_diff",
            "split_stages", "training_memory"]
 
 Split = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
-# the largest max_rel_diff between a model cut in stages and the whole model: float64
-# or same-device float32 differ by far less (notebooks 12, 13 and tests/test_stages.py)
+# the largest max_rel_diff between a model cut in stages and the whole model (12, 13)
 STAGE_TOLERANCE = 1e-4
 
 
@@ -117,14 +116,8 @@ def split_stages(model: ResNet) -> tuple[nn.Sequential, nn.Sequential]:
     return stage1, stage2
 
 
-def cut_shape(image: int) -> tuple[int, int, int]:
-    """Return the per-image shape stage 1 hands to stage 2 (notebook 12)."""
-    side = -(-image // 4)  # the stem halves the image twice (conv, then max-pool)
-    return (64, side, side)
-
-
 class TwoStageResNet(nn.Module):
-    """Model parallel: stage 1 on `dev0`; stage 2 and the output on `dev1` (10, 11)."""
+    """Model parallel: stage 1 on `dev0`; stage 2 and the output on `dev1` (12, 13)."""
 
     def __init__(self, model: ResNet, dev0: torch.device | str,
                  dev1: torch.device | str):
@@ -160,9 +153,7 @@ class PipelinedResNet(TwoStageResNet):
 
 
 def max_rel_diff(got: Sequence[torch.Tensor], ref: Sequence[torch.Tensor]) -> float:
-    """Return the largest |got - ref|, each scaled by its max |ref| (10-12)."""
-    if len(got) != len(ref):
-        raise ValueError(f"{len(got)} tensors vs {len(ref)} reference tensors")
+    """Return the largest |got - ref|, each scaled by its max |ref| (12-14)."""
     return max(((g.detach().cpu() - r.detach().cpu()).abs().max()
                 / r.detach().abs().max().clamp_min(1e-30)).item()
                for g, r in zip(got, ref, strict=True))
@@ -170,7 +161,7 @@ def max_rel_diff(got: Sequence[torch.Tensor], ref: Sequence[torch.Tensor]) -> fl
 
 def training_memory(num_params: int, bytes_per_param: int = 4,
                     optimizer_states: int = 2) -> dict[str, int]:
-    """Return bytes of parameters, gradients, optimizer state; Adam keeps 2 (10, 12)."""
+    """Return bytes of parameters, gradients, optimizer state; Adam keeps 2 (12, 14)."""
     params = num_params * bytes_per_param
     return {"params": params, "grads": params, "optimizer": optimizer_states * params,
             "total": (2 + optimizer_states) * params}

@@ -24,7 +24,7 @@ def bubble_fraction(stages: int, micro_batches: int) -> float:
 
 
 def idle_fraction(events: Sequence[Event]) -> float:
-    """Return the idle share of stage time, first start to last end (10, 11)."""
+    """Return the idle share of stage time, first start to last end (12, 13)."""
     if not events:
         raise ValueError("no events")
     stages = {e[0] for e in events}
@@ -34,7 +34,7 @@ def idle_fraction(events: Sequence[Event]) -> float:
 
 
 def overlap_time(events: Sequence[Event]) -> float:
-    """Return the seconds during which stage 0 and stage 1 were both busy (10, 11)."""
+    """Return the seconds during which stage 0 and stage 1 were both busy (12, 13)."""
     first = [e for e in events if e[0] == 0]
     second = [e for e in events if e[0] == 1]
     return sum(max(0.0, min(a[4], b[4]) - max(a[3], b[3]))

@@ -1,4 +1,5 @@
-"""Tests of notebooks/scripts/fsdp_train.py: its parts, then one real launch."""
+"""Tests of notebooks/scripts/fsdp_train.py and its siblings: their parts, then one
+real launch."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from conftest import NOTEBOOK_DIR, foreign_imports, load_script
 from helpers.launch import torchrun
 
 SCRIPT = NOTEBOOK_DIR / "scripts" / "fsdp_train.py"
-SIBLINGS = ("fsdp_model", "fsdp_checkpoint", "tp_mlp")  # the files it imports
+SIBLINGS = ("fsdp_model", "fsdp_variants", "fsdp_checkpoint", "tp_mlp")  # it imports
 sys.path.insert(0, str(SCRIPT.parent))  # as torchrun does for the script itself
 TINY = ["--dim", "32", "--depth", "2", "--batch-size", "8", "--device", "cpu"]
 TOLERANCE = 1e-10  # float64, as in the notebook
@@ -35,14 +36,19 @@ def fsdp():
     return load_script(SCRIPT)
 
 
+@pytest.fixture(scope="module")
+def model():
+    return load_script(SCRIPT.with_name("fsdp_model.py"))
+
+
 def test_imports_only_torch_the_standard_library_and_its_siblings():
     for path in [SCRIPT, *(SCRIPT.with_name(f"{name}.py") for name in SIBLINGS)]:
         others = foreign_imports(path, allowed=SIBLINGS)
         assert not others, f"{path.name} imports beyond torch and the stdlib: {others}"
 
 
-def test_net_maps_features_to_eight_logits(fsdp):
-    assert fsdp.Net(dim=32, depth=2)(torch.zeros(3, 32)).shape == (3, 8)
+def test_net_maps_features_to_eight_logits(model):
+    assert model.Net(dim=32, depth=2)(torch.zeros(3, 32)).shape == (3, 8)
 
 
 def test_refuses_to_run_without_torchrun(fsdp, monkeypatch):
@@ -51,13 +57,13 @@ def test_refuses_to_run_without_torchrun(fsdp, monkeypatch):
         fsdp.setup("cpu")
 
 
-def test_memory_counts_16_bytes_per_parameter_with_adam(fsdp):
-    model = fsdp.Net(dim=32, depth=2)
-    opt = torch.optim.Adam(model.parameters())
-    model(torch.randn(4, 32)).sum().backward()
+def test_memory_counts_16_bytes_per_parameter_with_adam(model):
+    net = model.Net(dim=32, depth=2)
+    opt = torch.optim.Adam(net.parameters())
+    net(torch.randn(4, 32)).sum().backward()
     opt.step()
-    mem = fsdp.memory(model, opt)
-    n = sum(p.numel() for p in model.parameters())
+    mem = model.memory(net, opt)
+    n = sum(p.numel() for p in net.parameters())
     steps = 4 * len(opt.state)  # Adam's step counters: one float32 scalar each
     assert (mem["params"], mem["grads"], mem["optimizer"]) == (4 * n, 4 * n,
                                                                8 * n + steps)
@@ -101,13 +107,13 @@ def test_a_world_of_one_holds_everything(two_ranks):
     assert mem["fsdp"]["memory"] == mem["ddp"]["memory"], mem
 
 
-def test_checkpoint_reloads_under_another_world_size(two_ranks, fsdp):
+def test_checkpoint_reloads_under_another_world_size(two_ranks, model):
     out, _ = two_ranks
     saved = torch.load(out / "saved_w2.pt", weights_only=True)
     loaded = torch.load(out / "loaded_w1.pt", weights_only=True)
     assert saved.keys() == loaded.keys()
     assert all(torch.equal(saved[k], loaded[k]) for k in saved)
-    plain = fsdp.Net(dim=32, depth=2)  # no process group at all
+    plain = model.Net(dim=32, depth=2)  # no process group at all
     state = {"model": plain.state_dict()}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

@@ -19,7 +19,6 @@ from helpers.models import (
     STAGE_TOLERANCE,
     PipelinedResNet,
     TwoStageResNet,
-    cut_shape,
     make_resnet,
     max_rel_diff,
     split_stages,
@@ -73,9 +72,11 @@ def test_split_stages_share_modules_and_compose_to_the_model():
 
 
 @pytest.mark.parametrize("image", [16, 33, 64])
-def test_cut_shape_matches_stage1(image):
+def test_script_cut_shape_matches_torchvisions_stage1(image):
+    # notebook 12 uses the scripts' cut_shape for the torchvision model's cut too
     stage1, _ = split_stages(make_resnet())
-    assert stage1(torch.zeros(2, 3, image, image)).shape[1:] == cut_shape(image)
+    assert stage1(torch.zeros(2, 3, image, image)).shape[1:] == (
+        script_stages.cut_shape(image))
 
 
 def test_two_stage_model_equals_the_whole_model():

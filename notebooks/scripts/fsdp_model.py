@@ -1,6 +1,6 @@
-"""The model, batches and byte counts that fsdp_train.py, fsdp_checkpoint.py and
-tp_mlp.py share: a seeded MLP of residual blocks, FSDP2's `shard`, and helpers that
-read DTensors (the part a process stores, the full tensor).
+"""The model, batches and byte counts that fsdp_train.py and its siblings share: a
+seeded MLP of residual blocks, FSDP2's `shard`, and helpers that read DTensors (the
+part a process stores, the full tensor, how a weight is split over the ranks).
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 import torch
+import torch.distributed as dist
 from torch import nn
 from torch.distributed.tensor import DTensor
 
@@ -89,3 +90,30 @@ def full_params(model: nn.Module) -> dict[str, torch.Tensor]:
 def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
     """Return the largest |a - b| over all parameters."""
     return max((v - b[k]).abs().max().item() for k, v in a.items())
+
+
+def memory(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
+    """Return this rank's bytes of parameters, gradients and optimizer state.
+
+    DDP's all-reduce buckets are counted only when the gradients are views into
+    them (gradient_as_bucket_view=True); by default they are a second copy.
+    """
+    params = list(model.parameters())
+    state = [v for s in opt.state.values() for v in s.values()
+             if isinstance(v, torch.Tensor)]
+    return {"params": nbytes(params),
+            "grads": nbytes(p.grad for p in params if p.grad is not None),
+            "optimizer": nbytes(state)}
+
+
+def describe(model: Net, rank: int, mesh) -> dict:
+    """Print how the first block's weight is split: placements and local shapes."""
+    w = model.blocks[0].up.weight
+    shapes: list = [None] * mesh.size()
+    dist.all_gather_object(shapes, tuple(w.to_local().shape), group=mesh.get_group())
+    if rank == 0:
+        print(f"blocks[0].up.weight: {type(w).__name__}, global shape "
+              f"{tuple(w.shape)}, placements {w.placements}")
+        print("  to_local().shape per rank: " + ", ".join(map(str, shapes)))
+    return {"type": type(w).__name__, "placements": str(w.placements),
+            "shape": list(w.shape), "local_shapes": [list(s) for s in shapes]}

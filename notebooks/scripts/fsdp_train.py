@@ -4,26 +4,23 @@
 
 Under DDP every rank holds the whole model, its gradients and its optimizer state.
 FSDP2 gives each rank one shard (1/world of the rows) of every parameter, as a
-DTensor. Before a block runs forward, its shards are all-gathered into full weights;
-after backward, the full gradients are reduce-scattered so that each rank keeps the
-averaged gradient of its own shard; the optimizer then updates only that shard.
+DTensor: a block's shards are all-gathered into full weights before it runs, and its
+gradients reduce-scattered after backward, so the optimizer updates only the shard.
 
-The script trains the same seeded model three ways from the same batches: FSDP2,
-DDP and (on rank 0) one process alone. It checks that all three end with the same
-weights, in float64 and float32, measures each rank's bytes of parameters, gradients
-and Adam state, times the steps, and writes everything to OUT/fsdp_w{world}.json.
-`--save-checkpoint D` writes a sharded checkpoint (torch.distributed.checkpoint);
-`--load-checkpoint D` reads one written by any number of ranks. `--worlds 2,4` runs
-one launch as several world sizes in turn: the first 2 ranks train, compare and save
-as a world of 2 while the others wait, then all 4 measure one step and reload the
-checkpoint (each start of torch costs seconds); `--one-step` makes every world do
-the second part only. `--tp` also splits every block with tensor parallelism on the
-first world and checks it against the unsplit model. With one GPU per process it
-uses nccl, otherwise gloo on the CPU. DDP runs with gradient_as_bucket_view=True, so
-its gradients are its all-reduce buckets and the bytes counted are all it holds.
-The model lives in fsdp_model.py, the checkpoint in fsdp_checkpoint.py and tensor
-parallelism in tp_mlp.py; only torch and the standard library are used, so copy the
-four files together.
+The script trains the same seeded model from the same batches with FSDP2, with DDP
+and (on rank 0) in one process alone, checks in float64 and float32 that all three
+end with the same weights, counts each rank's bytes of parameters, gradients and Adam
+state, times the steps in turn, and writes it all to OUT/fsdp_w{world}.json. DDP runs
+with gradient_as_bucket_view=True, so the bytes counted are all it holds. With one GPU
+per process it uses nccl, otherwise gloo on the CPU.
+
+One launch can teach more, since each start of torch costs seconds: `--variants`
+(fsdp_variants.py) also trains FSDP2 with other options; `--save-checkpoint D` and
+`--load-checkpoint D` (fsdp_checkpoint.py) write and read a sharded checkpoint; `--tp`
+(tp_mlp.py) splits every block with tensor parallelism. `--worlds 2,4` runs the
+launch as several world sizes in turn: the first 2 ranks compare and save while the
+others wait, then all 4 measure one step and reload (`--one-step`: every world does
+only that). Only torch and the standard library are used: copy the five files.
 """
 
 from __future__ import annotations
@@ -40,18 +37,23 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from fsdp_checkpoint import checkpoint
-from fsdp_model import Net, batch, build, full_params, max_diff, nbytes, shard
+from fsdp_model import (
+    batch,
+    build,
+    describe,
+    full_params,
+    max_diff,
+    memory,
+    nbytes,
+    shard,
+)
+from fsdp_variants import gathered_bytes, variants
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 from tp_mlp import tensor_parallel
-
-try:  # the public home since torch 2.6
-    from torch.distributed.fsdp import MixedPrecisionPolicy
-except ImportError:  # older torch kept FSDP2 in a private module
-    from torch.distributed._composable.fsdp import MixedPrecisionPolicy
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -84,20 +86,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="every world measures one float32 step (and reloads the "
                         "checkpoint): no float64 proof, no timing")
     return p.parse_args(argv)
-
-
-def memory(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
-    """Return this rank's bytes of parameters, gradients and optimizer state.
-
-    DDP's all-reduce buckets are counted only when the gradients are views into
-    them (gradient_as_bucket_view=True, as here); by default they are a second copy.
-    """
-    params = list(model.parameters())
-    state = [v for s in opt.state.values() for v in s.values()
-             if isinstance(v, torch.Tensor)]
-    return {"params": nbytes(params),
-            "grads": nbytes(p.grad for p in params if p.grad is not None),
-            "optimizer": nbytes(state)}
 
 
 class Trainer:
@@ -134,22 +122,8 @@ def sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def gathered_bytes(model: nn.Module) -> list[int]:
-    """Count the bytes of full weights each block all-gathers in its first forward."""
-    seen: list[int] = []
-
-    def hook(module: nn.Module, _inputs) -> None:  # runs after FSDP's own pre-hook
-        seen.append(nbytes(module.parameters()))  # full tensors at this moment
-        if len(seen) == len(handles):  # every block seen once: stop counting
-            for handle in handles:
-                handle.remove()
-
-    handles = [block.register_forward_pre_hook(hook) for block in model.blocks]
-    return seen
-
-
 def compare(args, dtype, device, rank, world, mesh, steps: int,
-            timed: int = 0, variants: bool = False) -> tuple[dict, dict]:
+            timed: int = 0, others: bool = False) -> tuple[dict, dict]:
     """Train FSDP2, DDP and (rank 0) one process alike; return results, models."""
     group = mesh.get_group()  # these ranks' process group
     def trainer(wrap) -> Trainer:
@@ -159,13 +133,9 @@ def compare(args, dtype, device, rank, world, mesh, steps: int,
     runs = {"fsdp": trainer(lambda m: shard(m, mesh)),
             "ddp": trainer(lambda m: DDP(m, device_ids=(
                 [device.index] if device.type == "cuda" else None),
-                process_group=group, gradient_as_bucket_view=True))}  # see memory()
-    if variants:
-        runs["fsdp_keep"] = trainer(lambda m: shard(m, mesh,
-                                                    reshard_after_forward=False))  # NEW
-        bf16 = MixedPrecisionPolicy(param_dtype=torch.bfloat16,  # NEW
-                                    reduce_dtype=torch.float32)
-        runs["fsdp_bf16"] = trainer(lambda m: shard(m, mesh, mp_policy=bf16))
+                process_group=group, gradient_as_bucket_view=True))}  # see memory
+    if others:  # FSDP2 with other options, from fsdp_variants.py
+        runs.update({name: trainer(wrap) for name, wrap in variants(mesh).items()})
         gathered = {name: gathered_bytes(runs[name].model)
                     for name in ("fsdp", "fsdp_bf16")}
     for i in range(steps + timed):  # alternate the models: load hits them alike
@@ -177,7 +147,7 @@ def compare(args, dtype, device, rank, world, mesh, steps: int,
                         "step_s": statistics.median(r.times) if r.times else None,
                         "step_samples": r.times}
                  for name, r in runs.items()}
-    if variants:
+    if others:
         for name, seen in gathered.items():
             res[name]["gathered_forward"] = seen
     full = {name: full_params(r.model) for name, r in runs.items()}
@@ -190,7 +160,7 @@ def compare(args, dtype, device, rank, world, mesh, steps: int,
         res["fsdp"]["max_diff_single"] = max_diff(full["fsdp"], ref)
         res["fsdp"]["max_diff_ddp"] = max_diff(full["fsdp"], full["ddp"])
         res["ddp"]["max_diff_single"] = max_diff(full["ddp"], ref)
-        if variants:
+        if others:
             res["fsdp_bf16"]["max_diff_single"] = max_diff(full["fsdp_bf16"], ref)
     return res, {name: r.model for name, r in runs.items()}
 
@@ -215,19 +185,6 @@ def setup(device: str = "auto") -> torch.device:
     dist.init_process_group("gloo")
     atexit.register(time.sleep, 0.2)  # workaround: gloo's threads finish freeing
     return torch.device("cpu")
-
-
-def describe(model: Net, rank: int, mesh) -> dict:
-    """Print how the first block's weight is split: placements and local shapes."""
-    w = model.blocks[0].up.weight
-    shapes: list = [None] * mesh.size()
-    dist.all_gather_object(shapes, tuple(w.to_local().shape), group=mesh.get_group())
-    if rank == 0:
-        print(f"blocks[0].up.weight: {type(w).__name__}, global shape "
-              f"{tuple(w.shape)}, placements {w.placements}")
-        print("  to_local().shape per rank: " + ", ".join(map(str, shapes)))
-    return {"type": type(w).__name__, "placements": str(w.placements),
-            "shape": list(w.shape), "local_shapes": [list(s) for s in shapes]}
 
 
 def run_world(args, rank: int, world: int, device: torch.device, mesh, out: Path,

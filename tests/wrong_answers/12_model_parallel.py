@@ -34,13 +34,13 @@ WRONG = {
     ],
     4: [  # elements, not bytes
         "def copy_bandwidth(batch, timer=benchmark):\n"
-        "    a = torch.randn(batch, *cut_shape(IMAGE), device=dev0)\n"
+        "    a = torch.randn(batch, *stages.cut_shape(IMAGE), device=dev0)\n"
         "    buf = torch.empty_like(a, device=dev1)\n"
         "    t = timer(lambda: (buf.copy_(a), synchronize(dev1)), device=dev0)\n"
         "    return a.numel() / 2**30 / t.median",
         # GB (1e9 bytes), not GiB
         "def copy_bandwidth(batch, timer=benchmark):\n"
-        "    a = torch.randn(batch, *cut_shape(IMAGE), device=dev0)\n"
+        "    a = torch.randn(batch, *stages.cut_shape(IMAGE), device=dev0)\n"
         "    buf = torch.empty_like(a, device=dev1)\n"
         "    t = timer(lambda: (buf.copy_(a), synchronize(dev1)), device=dev0)\n"
         "    return a.numel() * a.element_size() / 1e9 / t.median",

@@ -1,0 +1,43 @@
+"""What FSDP2's options trade, trained beside plain FSDP2 by fsdp_train.py --variants.
+
+`reshard_after_forward=False` keeps each block's full weights from forward to
+backward: one all-gather fewer per step, one block's full weights more in memory. A
+bf16 `MixedPrecisionPolicy` casts the shards before the all-gather, so half the bytes
+travel, and reduce-scatters the gradients in float32. `gathered_bytes` counts what
+each block gathered. Only torch and the sibling fsdp_model.py are used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from fsdp_model import Net, nbytes, shard
+from torch import nn
+
+try:  # the public home since torch 2.6
+    from torch.distributed.fsdp import MixedPrecisionPolicy
+except ImportError:  # older torch kept FSDP2 in a private module
+    from torch.distributed._composable.fsdp import MixedPrecisionPolicy
+
+
+def variants(mesh) -> dict[str, Callable[[Net], Net]]:
+    """Return FSDP2 with other options: full weights kept, bf16 parameters."""
+    bf16 = MixedPrecisionPolicy(param_dtype=torch.bfloat16,  # NEW: gathered in bf16
+                                reduce_dtype=torch.float32)  # NEW: summed in float32
+    return {"fsdp_keep": lambda m: shard(m, mesh, reshard_after_forward=False),  # NEW
+            "fsdp_bf16": lambda m: shard(m, mesh, mp_policy=bf16)}  # NEW
+
+
+def gathered_bytes(model: nn.Module) -> list[int]:
+    """Count the bytes of full weights each block all-gathers in its first forward."""
+    seen: list[int] = []
+
+    def hook(module: nn.Module, _inputs) -> None:  # runs after FSDP's own pre-hook
+        seen.append(nbytes(module.parameters()))  # full tensors at this moment
+        if len(seen) == len(handles):  # every block seen once: stop counting
+            for handle in handles:
+                handle.remove()
+
+    handles = [block.register_forward_pre_hook(hook) for block in model.blocks]
+    return seen
