@@ -24,6 +24,7 @@ comm_collectives.py) into your project.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import datetime
 import json
@@ -116,7 +117,8 @@ def time_caps(models: dict[float, DDP], x, y, rounds: int, steps: int,
 def profile_step(model: nn.Module, x, y, by_hand: bool, path: Path) -> None:
     """Profile forward and backward (plus the averaging, if by hand); save a trace."""
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if x.is_cuda else [])
-    with profile(activities=acts) as prof:
+    rank0 = dist.get_rank() == 0  # the others run the same step, unprofiled
+    with profile(activities=acts) if rank0 else contextlib.nullcontext() as prof:
         with record_function("forward"):
             loss = nn.functional.mse_loss(model(x), y)
         with record_function("backward"):
@@ -128,7 +130,7 @@ def profile_step(model: nn.Module, x, y, by_hand: bool, path: Path) -> None:
                     p.grad /= dist.get_world_size()
         clock(x.device)
     model.zero_grad(set_to_none=True)
-    if dist.get_rank() == 0:
+    if rank0:
         prof.export_chrome_trace(str(path))
 
 

@@ -1,0 +1,108 @@
+"""Tests of notebook 11's scripts: their parts in one process, then one 3-rank run."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import torch
+from conftest import NOTEBOOK_DIR, load_script
+
+from helpers.launch import free_port, torchrun
+
+SCRIPTS = NOTEBOOK_DIR / "scripts"
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Linux")
+
+
+@pytest.fixture(scope="module")
+def coll():
+    return load_script(SCRIPTS / "comm_collectives.py")
+
+
+@pytest.fixture(scope="module")
+def buckets():
+    sys.path.insert(0, str(SCRIPTS))  # comm_buckets imports its sibling
+    try:
+        yield load_script(SCRIPTS / "comm_buckets.py")
+    finally:
+        sys.path.remove(str(SCRIPTS))
+
+
+@pytest.fixture
+def group():
+    """A one-process gloo group in this process, left again afterwards."""
+    dist = torch.distributed
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}",
+                            rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def test_busbw_factor_is_nccl_tests_all_reduce_factor(coll):
+    assert [coll.busbw_factor(n) for n in (1, 2, 4, 8)] == [0.0, 1.0, 1.5, 1.75]
+
+
+def test_sweep_sizes_run_from_one_kib_to_64_mib(coll):
+    assert coll.SIZES[0] == 1024 and coll.SIZES[-1] == 64 * 2**20
+
+
+def test_ring_on_one_rank_sends_nothing_and_changes_nothing(coll, group):
+    t = torch.arange(5.0)
+    assert coll.ring_all_reduce(t) == 0
+    assert torch.equal(t, torch.arange(5.0))
+
+
+def _event(name, ts, dur, **extra):
+    return {"ph": "X", "name": name, "ts": ts, "dur": dur, **extra}
+
+
+def test_overlap_fraction_counts_comm_time_inside_backward_only(buckets):
+    fn = "autograd::engine::evaluate_function: AddmmBackward0"
+    cpu = {"traceEvents": [_event("backward", 0, 100), _event(fn, 10, 40),
+                           _event("gloo:all_reduce", 30, 40),  # 20 of 40 inside
+                           _event("gloo:all_reduce", 60, 20)]}  # after compute
+    assert buckets.overlap_fraction(cpu) == pytest.approx(20 / 60)
+    launch = {"cat": "cuda_runtime", "args": {"correlation": 7}}
+    gpu = {"traceEvents": [
+        _event("backward", 0, 10), _event("cudaLaunchKernel", 5, 1, **launch),
+        _event("gemm", 20, 30, cat="kernel", args={"correlation": 7}),
+        _event("late_copy", 90, 10, cat="kernel", args={"correlation": 8}),
+        _event("ncclDevKernel_AllReduce", 40, 20, cat="kernel", args={})]}
+    assert buckets.overlap_fraction(gpu) == pytest.approx(10 / 20)
+
+
+def test_seen_buckets_match_the_cap(buckets, group):
+    x, y = buckets.batch(32, 8, 0, torch.device("cpu"))
+    for cap_mb, count in ((4096 / 2**20, 4), (8192 / 2**20, 2), (25, 1)):
+        model = buckets.make_model(layers=4, width=32)  # 4 KiB + 128 B per layer
+        ddp = buckets.wrap(model, torch.device("cpu"), cap_mb)
+        seen = buckets.seen_buckets(ddp, x, y)
+        assert [i for i, _ in seen] == list(range(count)), (cap_mb, seen)
+        assert sum(b for _, b in seen) == sum(
+            p.numel() * 4 for p in model.parameters())
+
+
+def test_count_bytes_adds_up_what_all_reduce_is_given(buckets, group):
+    sent = []
+    fake = buckets.count_bytes(sent)
+    fake(torch.zeros(3, dtype=torch.bfloat16))
+    fake(torch.zeros(2))
+    assert sent == [6, 8]
+
+
+@linux_only
+def test_three_ranks_run_the_collectives_and_the_ring(tmp_path):
+    torchrun(SCRIPTS / "comm_collectives.py", "--out", tmp_path, "--device", "cpu",
+             "--max-kib", 4, "--ring-numel", 1001, nproc=3, echo=False, timeout=120)
+    held = json.loads((tmp_path / "collectives.json").read_text())
+    before = torch.tensor(held["all_reduce"]["before"])
+    assert held["all_reduce"]["after"] == [before.sum(0).tolist()] * 3
+    assert held["reduce_scatter"]["after"] == [[v] for v in before.sum(0).tolist()]
+    bw = json.loads((tmp_path / "bandwidth.json").read_text())
+    ring = bw["ring"]
+    assert abs(ring["sent"] - 2 * 2 / 3 * 1001 * 4) <= 2 * 2 * 4, ring  # uneven chunks
+    assert ring["max_diff"] <= 1e-6 * ring["max_abs"], ring
+    rows = bw["sweeps"]["gloo"]
+    assert [r["bytes"] for r in rows] == [1024, 4096]
+    assert all(r["busbw"] == pytest.approx(r["algbw"] * 4 / 3) for r in rows)
