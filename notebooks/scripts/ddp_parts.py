@@ -1,9 +1,9 @@
 """What the DDP scripts share besides DDP itself: data, model, clock and report.
 
-ddp_train.py, ddp_by_hand.py, ddp_resume.py and ddp_eval.py train this model on
-these images, and end with `report`, which checks that every rank holds the same
-weights and saves what a notebook reads (--dump). Only torch and the standard
-library are used.
+ddp_train.py, ddp_resume.py, ddp_eval.py and ddp_by_hand.py train this model on
+these images. The first three end with `report`, which checks that every rank holds
+the same weights and saves what a notebook reads (--dump). Only torch and the
+standard library are used.
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ torchrun starts one process per rank and sets RANK, LOCAL_RANK and WORLD_SIZE. E
 process trains a copy of the model on its share of every global batch; in backward
 DDP averages the gradients of all processes, so every copy takes the same step. One
 GPU per process uses nccl, else gloo on the CPU. Lines marked `# NEW` are what DDP
-adds to a single-process script. ddp_resume.py (survive a crashed rank) and
-ddp_eval.py (evaluate on every rank) build on it. Copy the folder: it needs torch.
+adds to a single-process script. ddp_parts.py holds the data and model; ddp_resume.py
+(survive a crashed rank) and ddp_eval.py (evaluate on every rank) build on this file.
+Copy the folder: it needs only torch.
 """
 
 from __future__ import annotations
