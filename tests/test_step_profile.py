@@ -48,7 +48,7 @@ def test_two_gloo_ranks_write_traces_that_break_down(tmp_path):
         events = json.loads(paths[0].read_text())["traceEvents"]
         names = [e.get("name", "") for e in events]
         steps = [n for n in names if n.startswith("ProfilerStep#")]
-        assert len(steps) == 2, steps
+        assert len(steps) == (8 if run == "tiny" else 2), steps  # tiny: 4x the steps
         assert "gloo:all_reduce" in names, "no all-reduce in the trace"
         b = step_breakdown(paths)
         assert b.parts["compute"] > 0 and len(b.shares) == 2, b

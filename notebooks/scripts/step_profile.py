@@ -7,7 +7,7 @@ unrecorded, one warm-up step, then --steps recorded steps, each marked
 "ProfilerStep#N". Every rank writes its Chrome trace to <out>/<run>_rank<R>.json
 (open it in Perfetto or chrome://tracing). Two runs are slow on purpose:
 - tiny: a per-rank batch of two 8x8 images, so a step is mostly per-operation
-  overhead and the all-reduce's latency, not arithmetic;
+  overhead and the all-reduce's latency, not arithmetic (it records 4x the steps);
 - item: a `loss.item()` every step. It copies one number to the host, so the host
   waits until the device has run everything queued before it (on a GPU, every step).
 Notebook 15 reads the traces. Only torch and the standard library are used.
@@ -30,7 +30,8 @@ from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
 
 RUNS = ("healthy", "tiny", "item")
-TINY = {"batch": 2, "image_size": 8}  # per rank, in the "tiny" run
+# The "tiny" run, per rank; its steps are short, so it records more of them.
+TINY = {"batch": 2, "image_size": 8, "more_steps": 4}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -50,12 +51,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def profile_run(run: str, args: argparse.Namespace, device: torch.device) -> Path:
-    """Train 2 + args.steps steps of `run` under the profiler; return the trace."""
+def profile_run(run: str, args: argparse.Namespace, device: torch.device) -> int:
+    """Train `run` under the profiler, write its trace; return the steps recorded."""
     world, rank = dist.get_world_size(), dist.get_rank()
+    steps = args.steps * (TINY["more_steps"] if run == "tiny" else 1)
     batch, size = (TINY["batch"], TINY["image_size"]) if run == "tiny" else (
         args.batch, args.image_size)
-    data = make_data(batch * world * (2 + args.steps), size, args.seed)
+    data = make_data(batch * world * (2 + steps), size, args.seed)
     sampler = DistributedSampler(data, shuffle=True, seed=args.seed)
     loader = DataLoader(data, batch_size=batch, sampler=sampler,
                         pin_memory=device.type == "cuda")
@@ -67,7 +69,7 @@ def profile_run(run: str, args: argparse.Namespace, device: torch.device) -> Pat
     activities = [ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(ProfilerActivity.CUDA)
-    plan = schedule(wait=1, warmup=1, active=args.steps, repeat=1)
+    plan = schedule(wait=1, warmup=1, active=steps, repeat=1)
     with profile(activities=activities, schedule=plan,
                  on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
         for x, y in loader:
@@ -79,7 +81,7 @@ def profile_run(run: str, args: argparse.Namespace, device: torch.device) -> Pat
             if run == "item":
                 loss.item()  # the planted host sync: a value the loop never needed
             prof.step()
-    return path
+    return steps
 
 
 @record  # a crashing rank's traceback reaches torchrun's summary
@@ -89,10 +91,10 @@ def main(argv: list[str] | None = None) -> None:
     device = setup(args.device)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     for run in args.runs:
-        path = profile_run(run, args, device)
+        steps = profile_run(run, args, device)
         dist.barrier()  # every rank's trace is written before the next run starts
         if dist.get_rank() == 0:
-            print(f"{run}: {args.steps} steps recorded on each rank, e.g. {path}")
+            print(f"{run}: {steps} steps recorded on each rank, in {args.out}")
     dist.destroy_process_group()
 
 

@@ -20,4 +20,9 @@ WRONG = {
     3: ["work_per_gradient_ratio = 2  # the image side doubles",
         "work_per_gradient_ratio = 16  # 4x the pixels times 4x the weights",
         "work_per_gradient_ratio = 8  # and twice the samples"],
+    4: ["answer_fixes = dict.fromkeys('ABCD', 'data')  # more workers, the usual guess",
+        "answer_fixes = {'A': 'data', 'B': 'comm', 'C': 'comm', 'D': 'comm'}"
+        "  # a host sync read as communication; a scaling step 'fixed'",
+        "answer_fixes = {'A': 'data', 'B': 'comm', 'C': 'sync', 'D': 'comm'}"
+        "  # D's largest overhead, though D is mostly compute"],
 }
