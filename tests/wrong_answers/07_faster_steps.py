@@ -15,3 +15,9 @@ WRONG = {
     3: ["def feed(static, new):\n    static = new  # rebinds the name only",
         "def feed(static, new):\n    return new.clone()"],
 }
+WRONG[4] = [
+    "def workers_needed(load_ms, compute_ms):\n"
+    "    return load_ms // compute_ms  # rounds down: the step still waits",
+    "def workers_needed(load_ms, compute_ms):\n"
+    "    return os.cpu_count()  # one per core, whatever the timings",
+]
