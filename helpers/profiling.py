@@ -221,13 +221,20 @@ def step_breakdown(traces: Sequence[Any]) -> StepBreakdown:
     return StepBreakdown(sum(parts.values()), parts, shares)
 
 
-def diagnose(b: StepBreakdown) -> str:
-    """Say whether a step can scale, and which overhead to fix first (notebook 15)."""
-    words = verdict(100 * b.parts["compute"] / b.step, [
+def diagnose(b: StepBreakdown, banded: bool = True) -> str:
+    """Say whether a step can scale, and which overhead to fix first (notebook 15).
+
+    `banded=False` gives the compute share without a band: for ranks that share one
+    machine's cores, whose shares follow the machine's load.
+    """
+    share = 100 * b.parts["compute"] / b.step
+    lo, hi = 100 * min(b.shares), 100 * max(b.shares)
+    words = verdict(share, [
         (50, "mostly overhead: more devices barely help"),
         (80, "part overhead: scaling falls short of the ideal"),
         (math.inf, "mostly compute, the part that more devices divide")],
-        spread=(100 * min(b.shares), 100 * max(b.shares)), unit=" % compute")
+        spread=(lo, hi), unit=" % compute") if banded else (
+        f"{share:.0f} % compute (ranks {lo:.0f} % to {hi:.0f} %)")
     worst = max((p for p in PARTS if p != "compute"), key=b.parts.get)
     return (f"{words}; largest overhead: {worst}, {b.parts[worst]:.1f} of "
             f"{b.step:.1f} ms; fix: {FIXES[worst]}")

@@ -218,6 +218,9 @@ def test_diagnose_bands_the_compute_share_and_names_the_worst_overhead():
     assert "mostly overhead" in tiny and FIXES["comm"] in tiny, tiny
     noisy = diagnose(_breakdown(85.0, 10.0, [0.7, 0.9]))  # the ranks straddle an edge
     assert "too noisy to tell" in noisy, noisy
+    shared = diagnose(_breakdown(85.0, 10.0, [0.7, 0.9]), banded=False)
+    want = "89 % compute (ranks 70 % to 90 %); largest overhead: comm"
+    assert shared.startswith(want), shared
 
 
 def test_importing_touches_neither_cuda_nor_matplotlib():
