@@ -68,7 +68,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--timed", type=int, default=5, help="timed steps of each model")
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--variants", action="store_true",
-                   help="also time reshard_after_forward=False and bf16 parameters")
+                   help="also train fsdp_variants.py's options: full weights kept "
+                        "after forward, bf16 parameters")
     p.add_argument("--save-checkpoint", default=None, help="write a sharded checkpoint")
     p.add_argument("--load-checkpoint", default=None, help="read a sharded checkpoint")
     p.add_argument("--worlds", default=None,
