@@ -1,8 +1,8 @@
 """Rebuild `nn.DataParallel` by hand: replicate, scatter, parallel apply, gather.
 
-Works on any list of devices, including several "devices" that are all the CPU,
-so the mechanics can be run and checked on a laptop. Nothing runs at import time.
-Each docstring ends with the notebook that uses it (08).
+Works on a list of devices or on a count of copies of one device (several "devices"
+that are all the CPU), so the mechanics run and are checked on a laptop. Nothing runs
+at import time. Used by notebook 08: each docstring ends with it (08).
 """
 
 from __future__ import annotations
@@ -26,13 +26,8 @@ GPU_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
 
 def _device_list(devices: Devices, default: torch.device | str) -> list[torch.device]:
     """Turn a count into that many copies of `default`, or normalise a device list."""
-    if isinstance(devices, int):
-        if devices < 1:
-            raise ValueError(f"need at least one device, got {devices}")
-        return [torch.device(default)] * devices
-    if not devices:
-        raise ValueError("need at least one device, got an empty list")
-    return [torch.device(d) for d in devices]
+    listed = [default] * devices if isinstance(devices, int) else devices
+    return [torch.device(d) for d in listed]
 
 
 def split_sizes(batch: int, n: int) -> list[int]:
@@ -88,11 +83,9 @@ def parallel_apply(replicas: Sequence[nn.Module],
     return results  # type: ignore[return-value]
 
 
-def gather(outputs: Sequence[torch.Tensor],
-           device: torch.device | str | None = None) -> torch.Tensor:
-    """Concatenate the outputs on `device` (default: the first output's) (08)."""
-    target = torch.device(device) if device is not None else outputs[0].device
-    return torch.cat([o.to(target) for o in outputs])
+def gather(outputs: Sequence[torch.Tensor]) -> torch.Tensor:
+    """Concatenate the outputs on the first output's device, as on GPU 0 (08)."""
+    return torch.cat([o.to(outputs[0].device) for o in outputs])
 
 
 def reduce_grads(module: nn.Module, replicas: Sequence[nn.Module]) -> None:

@@ -213,7 +213,7 @@ def test_check_catches_averaged_instead_of_summed_grads(monkeypatch):
 
 def test_check_catches_outputs_gathered_out_of_order(monkeypatch):
     real = dp.gather
-    monkeypatch.setattr(dp, "gather", lambda outputs, device=None: real(outputs[::-1]))
+    monkeypatch.setattr(dp, "gather", lambda outputs: real(outputs[::-1]))
     with pytest.raises(AssertionError):
         check_matches_full_batch(128, 2)
 
