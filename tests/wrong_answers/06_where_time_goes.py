@@ -16,7 +16,10 @@ WRONG = {
     2: ["answer = 2 * 4 * 91_009  # the two moments, but no step counts",
         "answer = 4 * 91_009  # one moment per parameter",
         "answer = 2 * 4 * (64 * 128 + 5 * 128 * 128 + 128)  # weights without biases"],
-    3: ["masked_loss_no_sync = masked_loss  # the mask index still syncs",
+    3: ["answer = ('segments', 'segments', 'segments')  # the message's own advice",
+        "answer = ('batch', 'batch', 'batch')  # always halve the batch",
+        "answer = ('batch', 'process', 'segments')"],
+    4: ["masked_loss_no_sync = masked_loss  # the mask index still syncs",
         "def masked_loss_no_sync(out, y, keep):\n"
         "    err = (out - y).square().squeeze(-1)\n"
         "    return (err * keep).sum() / keep.sum().item()  # .item() syncs",
