@@ -9,8 +9,9 @@ its bias, at the default width 256) is trained with DDP. The script writes to --
   --caps value of bucket_cap_mb, the parameters' bytes, and the step times of the
   caps in interleaved rounds;
 - trace_ddp.json, trace_by_hand.json (rank 0): profiler traces of one step of DDP
-  (small buckets) and of one step that averages the gradients by hand after backward,
-  and overlap.json: the share of all-reduce time that ran during backward in each;
+  (the smallest buckets, on a larger batch: --profile-batch) and of one step that
+  averages the gradients by hand after backward, and overlap.json: the share of
+  all-reduce time that ran during backward in each;
 - compress.json: bytes handed to all_reduce per step with and without
   bf16_compress_hook (fp16 on GPUs without bf16), and how far the weights moved;
 - uneven.json and fr_rank<r>.json: ranks with different numbers of batches, first
@@ -247,6 +248,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--layers", type=int, default=8)
     p.add_argument("--width", type=int, default=256)
     p.add_argument("--batch", type=int, default=64, help="samples per rank and step")
+    p.add_argument("--profile-batch", type=int, default=512,
+                   help="samples per rank in the profiled steps")
     p.add_argument("--caps", default="0.25,1,25", help="bucket_cap_mb values (MiB)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--steps", type=int, default=3, help="timed steps per cap and round")
@@ -267,9 +270,9 @@ def main(argv: list[str] | None = None) -> None:
     models = {cap: wrap(copy.deepcopy(base), device, cap) for cap in caps}
     buckets = {cap: seen_buckets(m, x, y) for cap, m in models.items()}
     times = time_caps(models, x, y, args.rounds, args.steps, device)
-    small = models[min(caps)]
-    profile_step(small, x, y, by_hand=False, path=out / "trace_ddp.json")
-    profile_step(copy.deepcopy(base).to(device), x, y, by_hand=True,
+    xp, yp = batch(args.width, args.profile_batch, 1, device)  # more compute
+    profile_step(models[min(caps)], xp, yp, by_hand=False, path=out / "trace_ddp.json")
+    profile_step(copy.deepcopy(base).to(device), xp, yp, by_hand=True,
                  path=out / "trace_by_hand.json")
     squeezed = compress(base, device, args.width, args.batch, steps=10)
     odd = uneven(base, torch.device("cpu"), args.width, args.batch, args.timeout, out)
