@@ -149,10 +149,7 @@ def trace_events(trace: Any, labels: Sequence[str] = LABELS) -> list[TraceEvent]
 
 
 # --- Where a training step's time went (notebook 15) ---------------------------------
-# Each instant of a step counts once, as the first part that applies: the host waits in
-# a sync (`.item()`: aten::_local_scalar_dense), the host waits for the DataLoader,
-# compute (GPU kernels; in a CPU-only trace, CPU operators), communication that no
-# compute hides (gloo/nccl collectives), other (Python, launches, idle).
+# Each instant of a step counts once, as the first of PARTS that applies (_kind).
 PARTS = ("sync", "data", "compute", "comm", "other")
 FIXES = {"sync": "drop the per-step .item(): log every N steps",
          "data": "feed it faster: DataLoader workers, pin_memory",
@@ -162,7 +159,8 @@ _DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
 def _kind(e: dict, gpu: bool) -> str:
-    """Return the part of a step that a trace event is, or "" for none."""
+    """Return an event's part: host sync, DataLoader wait, compute (GPU kernels, or
+    CPU operators in a CPU-only trace), gloo/nccl communication, or "" for none."""
     name, cat = str(e.get("name", "")), e.get("cat")
     if name.startswith(("gloo:", "c10d::")) or "nccl" in name.lower():
         return "comm"
@@ -222,11 +220,7 @@ def step_breakdown(traces: Sequence[Any]) -> StepBreakdown:
 
 
 def diagnose(b: StepBreakdown, banded: bool = True) -> str:
-    """Say whether a step can scale, and which overhead to fix first (notebook 15).
-
-    `banded=False` gives the compute share without a band: for ranks that share one
-    machine's cores, whose shares follow the machine's load.
-    """
+    """Say if a step can scale (banded=False: no band) and what to fix first (15)."""
     share = 100 * b.parts["compute"] / b.step
     lo, hi = 100 * min(b.shares), 100 * max(b.shares)
     words = verdict(share, [
