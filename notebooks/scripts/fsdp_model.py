@@ -17,6 +17,10 @@ try:  # the public home since torch 2.6
 except ImportError:  # older torch kept FSDP2 in a private module
     from torch.distributed._composable.fsdp import fully_shard
 
+# the largest weight difference FSDP2 may show, in float64, against one process and
+# DDP after the same steps: notebook 14 and tests/test_fsdp_script.py assert it
+TOLERANCE = 1e-10
+
 
 class Block(nn.Module):
     """A residual MLP block: x + W2 gelu(W1 x), the shape of a transformer's MLP."""

@@ -20,6 +20,10 @@ from torch.distributed.tensor.parallel import (
     parallelize_module,
 )
 
+# the largest difference of outputs and gradients from the unsplit model, float64
+# (notebook 14 and tests/test_fsdp_script.py)
+TOLERANCE = 1e-12
+
 
 def counts(mode: CommDebugMode) -> dict[str, int]:
     """Return {collective name: calls} from a CommDebugMode, names shortened."""
