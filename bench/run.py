@@ -25,6 +25,7 @@ GOALS = {
     "fsdp_cpu_param_bytes_ratio": "ideal 0.5, goal <= 0.55",
     "fsdp_cpu_max_param_diff": "float64, goal <= 1e-5",
     "fsdp_cpu_step_ratio": "FSDP2 / DDP step; above 1: more traffic",
+    "ddp_overlap_fraction": "all-reduce time during backward, 8 buckets; must be > 0",
 }
 
 
