@@ -91,9 +91,9 @@ def collectives(device: torch.device) -> dict[str, dict[str, list]]:
     dist.all_gather(parts, mine())  # every rank's tensor, on every rank
     ran["all_gather"] = (mine().tolist(), torch.cat(parts).tolist())
     t = mine()
-    if rank == 0:
+    if rank == 0 and world > 1:
         dist.send(t, dst=world - 1)  # point to point: one sender, one receiver
-    elif rank == world - 1:
+    elif rank == world - 1 and world > 1:
         dist.recv(t, src=0)
     ran["send_recv"] = (mine().tolist(), t.tolist())
     every = [None] * world
