@@ -74,15 +74,10 @@ def _complete(trace: Any) -> list[dict]:
 def _row_names(keys: list[tuple]) -> dict[tuple, str]:
     """Name each row key as 'CPU thread 0', 'CPU thread 1', ... or 'GPU 0 stream 7'."""
     names: dict[tuple, str] = {}
-    threads = 0
-    for key in keys:
-        if key in names:
-            continue
-        if key[0] == "gpu":
-            names[key] = f"GPU {key[1]} stream {key[2]}"
-        else:
-            names[key] = f"CPU thread {threads}"
-            threads += 1
+    for key in dict.fromkeys(keys):  # in order of first appearance
+        cpu = sum(k[0] == "cpu" for k in names)
+        names[key] = (f"GPU {key[1]} stream {key[2]}" if key[0] == "gpu"
+                      else f"CPU thread {cpu}")
     return names
 
 
@@ -155,7 +150,7 @@ FIXES = {"sync": "drop the per-step .item(): log every N steps",
          "data": "feed it faster: DataLoader workers, pin_memory",
          "comm": "a bigger per-rank batch, or no_sync: fewer all-reduces",
          "other": "a bigger per-rank batch, or fewer, larger kernels (notebook 07)"}
-_DEVICE = ("kernel", "gpu_memcpy", "gpu_memset")
+_DEVICE = _GPU_CATEGORIES - {"gpu_user_annotation"}  # what the GPU itself runs
 
 
 def _kind(e: dict, gpu: bool) -> str:
@@ -168,7 +163,7 @@ def _kind(e: dict, gpu: bool) -> str:
             cat == "cuda_runtime" and "Synchronize" in name):
         return "sync"
     return "data" if name.startswith("enumerate(DataLoader)") else (
-        "compute" if cat in (_DEVICE if gpu else ("cpu_op",)) else "")
+        "compute" if cat in (_DEVICE if gpu else {"cpu_op"}) else "")
 
 
 def _covered(spans: list[tuple[float, float]]) -> float:
