@@ -37,17 +37,21 @@ TAG = "COURSE_LAUNCH_ID"  # set in every process of a launch, so none can hide
 _RESTART_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
 # torchrun's own main that, when ranks fail, also saves what torchrun knows of each:
 # exit code, the message in its error file (@record) and when that file was written.
+# Then it exits at once: tearing torch down takes seconds on a busy machine.
 _AGENT = """import json, os, sys
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.run import main
+code = 0
 try:
     main(sys.argv[1:])
 except ChildFailedError as err:
-    json.dump({r: [f.exitcode, f.message.get("message") if isinstance(f.message, dict)
-                   else None, os.path.isfile(f.error_file) and os.stat(f.error_file)
-                   .st_mtime_ns] for r, f in err.failures.items()},
-              open(os.environ["COURSE_FAILURES"], "w"))
-    sys.exit(1)
+    with open(os.environ["COURSE_FAILURES"], "w") as saved:
+        json.dump({r: [f.exitcode, f.message.get("message") if isinstance(
+            f.message, dict) else None, os.path.isfile(f.error_file) and os.stat(
+            f.error_file).st_mtime_ns] for r, f in err.failures.items()}, saved)
+    code = 1
+sys.stdout.flush(), sys.stderr.flush()
+os._exit(code)
 """
 
 
@@ -113,7 +117,7 @@ def _commands(script: str, args: list[str], nproc: int, nnodes: int,
 def _processes(agents: list[subprocess.Popen], tag: str) -> dict:
     """Return the live processes of a launch (agents, descendants, tag), with RANK."""
     found = {}
-    for agent in (a for a in agents if a.poll() is None):  # unreaped: pid still its
+    for agent in (a for a in agents if a.poll() is None):  # unreaped: its own pid
         with contextlib.suppress(psutil.Error):
             root = psutil.Process(agent.pid)
             found |= dict.fromkeys([root, *root.children(recursive=True)])
@@ -130,8 +134,9 @@ def _stop(agents: list[subprocess.Popen], tag: str, grace: float = 3.0) -> list[
     for p in procs:
         with contextlib.suppress(psutil.Error):
             p.terminate()
-    _, alive = psutil.wait_procs(procs, timeout=grace)
-    for p in [*alive, *_processes(agents, tag)]:  # and any started meanwhile
+    roots = {a.pid for a in agents}  # torchrun takes seconds to exit: not waited for
+    _, alive = psutil.wait_procs([p for p in procs if p.pid not in roots], grace)
+    for p in [*alive, *_processes(agents, tag)]:  # the agents, any started meanwhile
         with contextlib.suppress(psutil.Error):
             p.kill()
     for agent in agents:
@@ -141,32 +146,26 @@ def _stop(agents: list[subprocess.Popen], tag: str, grace: float = 3.0) -> list[
 
 def _stream(agents: list[subprocess.Popen], result: LaunchResult, deadline: float,
             echo: bool) -> None:
-    """Print the ranks' lines as they arrive, until the agents' output has ended."""
+    """Print the ranks' lines as they arrive, until every agent has exited."""
     def read(stream) -> None:  # "[rank N] " is torchrun's prefix, "[rankN]:" torch's
         for line in (s.rstrip("\n") for s in stream):
             head, _, text = line.partition("] ")
-            if head[:6] == "[rank " and head[6:].isdigit():
-                rank = int(head[6:])
-                result.output.append((rank, text.removeprefix(f"[rank{rank}]:")))
-            else:
+            if head[:6] != "[rank " or not (rank := head[6:]).isdigit():
                 result.agent_output.append(line)
+                continue
+            result.output.append((int(rank), text.removeprefix(f"[rank{rank}]:")))
+            if echo:  # one write per line, so two agents' lines never mix
+                sys.stdout.write(f"[rank {rank}] {result.output[-1][1]}\n")
+                sys.stdout.flush()
 
     readers = [threading.Thread(target=read, args=(a.stdout,), daemon=True)
                for a in agents]
     for reader in readers:
         reader.start()
-    shown = 0
-    while shown < len(result.output) or any(r.is_alive() for r in readers):
+    while any(r.is_alive() for r in readers) or any(a.poll() is None for a in agents):
         if time.monotonic() > deadline:
             raise TimeoutError
-        new = result.output[shown:]
-        for rank, text in new if echo else []:
-            print(f"[rank {rank}] {text}", flush=True)
-        shown += len(new)
         time.sleep(0.05)
-    for agent in agents:  # their output has ended: let them exit
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            agent.wait(5)
 
 
 def _said(lines: list[str], count: int) -> str:
@@ -176,23 +175,22 @@ def _said(lines: list[str], count: int) -> str:
     return "\n    " + "\n    ".join(kept or ["(nothing)"])
 
 
-def _failure(result: LaunchResult, failures: dict) -> tuple[str, str, int | None]:
-    """Explain which rank failed first (a sentence), and why (the lines after it)."""
+def _failure(result: LaunchResult, failures: dict) -> tuple[str, int | None]:
+    """Say which rank failed first and why; return that and the rank."""
     if not failures:
         return (f"torchrun exited with code {max(result.returncodes, key=abs)} before "
-                "any rank ran.", f"\nIts last lines:{_said(result.agent_output, 3)}",
-                None)
+                f"any rank ran.\nIts last lines:{_said(result.agent_output, 3)}", None)
     # Ranks that torchrun stopped (SIGTERM) are victims, not causes; of the others,
     # the first to write its error file (@record) is the cause, else the lowest rank.
     causes = {r: f for r, f in failures.items() if f[0] != -signal.SIGTERM} or failures
     rank = min(causes, key=lambda r: (not causes[r][2], causes[r][2], r))
     code, error, _ = causes[rank]
-    how = f"exited with code {code}"
-    with contextlib.suppress(ValueError):
-        how = f"was killed by {signal.Signals(-code).name}" if code < 0 else how
-    return (f"rank {rank} failed: it {how}. torchrun stopped the whole job; no process "
-            "is left.", f"\n    {error}" if error else
-            f"\nLast lines of rank {rank}:{_said(result.lines(rank), 5)}", rank)
+    how = (f"was killed by {signal.Signals(-code).name}" if code < 0 else
+           f"exited with code {code}")  # a negative code is a signal's number
+    why = f"\n    {error}" if error else (
+        f"\nLast lines of rank {rank}:{_said(result.lines(rank), 5)}")
+    return (f"rank {rank} failed: it {how}. torchrun stopped the whole job; no "
+            f"process is left.{why}", rank)
 
 
 def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
@@ -205,19 +203,16 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
     enough); `threads` sets OMP_NUM_THREADS and MKL_NUM_THREADS; `env` adds variables;
     `echo=False` keeps the lines unprinted; `max_restarts` is torchrun's option.
     """
-    if nproc < 1 or nnodes < 1 or timeout <= 0 or threads < 1 or max_restarts < 0:
+    if min(nproc, nnodes, threads) < 1 or timeout <= 0 or max_restarts < 0:
         raise ValueError("torchrun needs nproc, nnodes, threads >= 1, timeout > 0 "
                          "and max_restarts >= 0")
     if not Path(script).is_file():
         raise FileNotFoundError(f"no script {str(script)!r} in {Path.cwd().name}/")
     if psutil is None:
         raise ModuleNotFoundError("torchrun() needs psutil: pip install psutil")
-    args = [str(a) for a in script_args]
-    for flag, path in zip(args, args[1:], strict=False):
-        if flag == "--dump":  # the launch writes it anew, or no later cell reads it
-            Path(path).unlink(missing_ok=True)
-    typed = _commands(str(script), args, nproc, nnodes, max_restarts, {
-        **({"OMP_NUM_THREADS": str(threads)} if threads != 1 else {}), **(env or {})})
+    shown = {"OMP_NUM_THREADS": str(threads)} if threads != 1 else {}
+    typed = _commands(str(script), [str(a) for a in script_args], nproc, nnodes,
+                      max_restarts, {**shown, **(env or {})})
     result = LaunchResult([shlex.join(c) for c in typed], os.urandom(8).hex())
     print(f"starting {nproc * nnodes} processes" + (f" on {nnodes} agents:\n  " if
           nnodes > 1 else ": ") + "\n  ".join(result.commands), flush=True)
@@ -244,18 +239,18 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
             _stream(agents, result, t0 + timeout, echo)
         except KeyboardInterrupt:
             _stop(agents, result.tag)
-            raise LaunchError("interrupted: stopped every process of the launch."
-                             , result=result) from None
+            raise LaunchError("interrupted: stopped every process of the launch.",
+                              result=result) from None
         except TimeoutError:
             alive = _stop(agents, result.tag)
-            last = "".join(f"\nLast lines of rank {r}:{_said(result.lines(r), 4)}"
-                           for r in alive)
             raise LaunchError(
                 f"timed out after {timeout:g} s; still running: rank "
                 f"{', '.join(map(str, alive)) or '(none)'}. Stopped every process of "
                 "the launch. A rank that never returns is often waiting in a "
                 "collective (all_reduce, barrier) that another rank never reached."
-                + last, rank=(alive or [None])[0], result=result) from None
+                + "".join(f"\nLast lines of rank {r}:{_said(result.lines(r), 4)}"
+                          for r in alive), rank=(alive or [None])[0],
+                result=result) from None
         finally:
             result.seconds = time.monotonic() - t0
         _stop(agents, result.tag)  # also ends anything a rank left running behind it
@@ -264,6 +259,6 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
                     if (saved := Path(logs, f"failures{n}.json")).exists()
                     for r, f in json.loads(saved.read_text()).items()}
     if any(result.returncodes):
-        said, why, rank = _failure(result, failures)
-        raise LaunchError(said + why, rank=rank, result=result)
+        message, rank = _failure(result, failures)
+        raise LaunchError(message, rank=rank, result=result)
     return result
