@@ -1,10 +1,10 @@
 """What FSDP2's options trade, trained beside plain FSDP2 by fsdp_train.py --variants.
 
-`reshard_after_forward=False` keeps each block's full weights from forward to
-backward: one all-gather fewer per step, one block's full weights more in memory. A
-bf16 `MixedPrecisionPolicy` casts the shards before the all-gather, so half the bytes
-travel, and reduce-scatters the gradients in float32. `gathered_bytes` counts what
-each block gathered. Only torch and the sibling fsdp_model.py are used.
+`reshard_after_forward=False` keeps each block's full weights from its forward to its
+backward: one all-gather fewer per block and step, but after forward every block's
+full weights are in memory. A bf16 `MixedPrecisionPolicy` casts the shards before the
+all-gather, so half the bytes travel, and reduce-scatters the gradients in float32.
+`gathered_bytes` counts what each block gathered. Needs torch and fsdp_model.py.
 """
 
 from __future__ import annotations
