@@ -251,8 +251,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--profile-batch", type=int, default=512,
                    help="samples per rank in the profiled steps")
     p.add_argument("--caps", default="0.25,1,25", help="bucket_cap_mb values (MiB)")
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--steps", type=int, default=3, help="timed steps per cap and round")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--steps", type=int, default=2, help="timed steps per cap and round")
     p.add_argument("--timeout", type=float, default=3.0,
                    help="seconds before the uneven run without Join gives up")
     p.add_argument("--collectives", action="store_true",
