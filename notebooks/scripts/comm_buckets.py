@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--profile-batch", type=int, default=512,
                    help="samples per rank in the profiled steps")
     p.add_argument("--caps", default="0.25,1,25", help="bucket_cap_mb values (MiB)")
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--steps", type=int, default=2, help="timed steps per cap and round")
     p.add_argument("--timeout", type=float, default=3.0,
                    help="seconds before the uneven run without Join gives up")
