@@ -56,7 +56,7 @@ os._exit(code)
 
 
 class LaunchError(RuntimeError):
-    """A launch failed, timed out or was interrupted; all its processes were stopped."""
+    """A launch failed, timed out or was interrupted; it stopped all (notebook 10)."""
 
     def __init__(self, message: str, rank: int | None = None,
                  result: LaunchResult | None = None):
@@ -66,7 +66,7 @@ class LaunchError(RuntimeError):
 
 @dataclass
 class LaunchResult:
-    """What a launch ran (`commands`: one per agent, as typed) and printed, by rank."""
+    """What a launch ran (`commands`, one per agent) and printed (notebooks 09-15)."""
 
     commands: list[str]
     tag: str

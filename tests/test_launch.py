@@ -123,7 +123,7 @@ def test_crash_is_named_from_its_error_file(tmp_path, capsys):
     t0 = time.monotonic()
     with pytest.raises(LaunchError) as info:
         torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
-    assert time.monotonic() - t0 < 30, "rank 0 should be stopped, not waited for"
+    assert time.monotonic() - t0 < 50, "rank 0 (60 s) should be stopped, not waited for"
     err, msg = info.value, str(info.value)
     assert err.rank == 1
     assert msg.startswith("rank 1 failed: it exited with code 1. torchrun stopped")
@@ -177,11 +177,11 @@ def test_hanging_rank_is_bounded_by_the_timeout(tmp_path):
             '    (pids / "child").write_text(str(child.pid))\n'
             '    print("waiting forever", flush=True)\n    time.sleep(600)\n')
     t0 = time.monotonic()
-    with pytest.raises(LaunchError) as info:  # 20 s: rank 1 runs by then, even busy
-        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=20)
-    assert time.monotonic() - t0 < 20 + 8
+    with pytest.raises(LaunchError) as info:  # 30 s: rank 1 runs by then, even busy
+        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=30)
+    assert time.monotonic() - t0 < 30 + 8
     msg = str(info.value)
-    assert msg.startswith("timed out after 20 s; still running: rank 1."), msg
+    assert msg.startswith("timed out after 30 s; still running: rank 1."), msg
     assert msg.endswith("Last lines of rank 1:\n    waiting forever"), msg
     assert info.value.rank == 1
     assert (tmp_path / "pids" / "child").exists()
