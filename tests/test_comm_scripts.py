@@ -59,13 +59,15 @@ def _event(name, ts, dur, **extra):
 
 def test_overlap_fraction_counts_comm_time_inside_backward_only(buckets):
     fn = "autograd::engine::evaluate_function: AddmmBackward0"
-    cpu = {"traceEvents": [_event("backward", 0, 100), _event(fn, 10, 40),
+    label = {"cat": "user_annotation"}
+    cpu = {"traceEvents": [_event("backward", 0, 100, **label), _event(fn, 10, 40),
                            _event("gloo:all_reduce", 30, 40),  # 20 of 40 inside
                            _event("gloo:all_reduce", 60, 20)]}  # after compute
     assert buckets.overlap_fraction(cpu) == pytest.approx(20 / 60)
     launch = {"cat": "cuda_runtime", "args": {"correlation": 7}}
     gpu = {"traceEvents": [
-        _event("backward", 0, 10), _event("cudaLaunchKernel", 5, 1, **launch),
+        _event("backward", 50, 5, cat="gpu_user_annotation"),  # the GPU's copy
+        _event("backward", 0, 10, **label), _event("cudaLaunchKernel", 5, 1, **launch),
         _event("gemm", 20, 30, cat="kernel", args={"correlation": 7}),
         _event("late_copy", 90, 10, cat="kernel", args={"correlation": 8}),
         _event("ncclDevKernel_AllReduce", 40, 20, cat="kernel", args={})]}

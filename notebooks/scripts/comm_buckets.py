@@ -148,11 +148,12 @@ def overlap_fraction(trace: dict) -> float:
     autograd function on the CPU, or of the last GPU kernel launched during it.
     """
     events = [e for e in trace["traceEvents"] if e.get("ph") == "X" and "dur" in e]
-    label = next(e for e in events if e["name"] == "backward")
+    label = next(e for e in events  # the CPU's label, not its copy on a GPU row
+                 if e["name"] == "backward" and e.get("cat") == "user_annotation")
     start, stop = label["ts"], label["ts"] + label["dur"]
-    launched = {e["args"]["correlation"] for e in events
-                if e.get("cat") == "cuda_runtime" and start <= e["ts"] <= stop
-                and "correlation" in e.get("args", {})}
+    launched = {e["args"]["correlation"] for e in events  # kernel launches in it
+                if e.get("cat") in ("cuda_runtime", "cuda_driver")
+                and start <= e["ts"] <= stop and "correlation" in e.get("args", {})}
     compute = [e for e in events if not _is_comm(e) and (
         e["name"].startswith("autograd::engine::evaluate_function") or (
             e.get("cat") == "kernel" and e["args"].get("correlation") in launched))]
