@@ -31,7 +31,7 @@ __all__ = ["RankPlan", "cuda_started", "env_report", "fallback_device", "fresh_p
 
 
 def num_gpus() -> int:
-    """Return how many CUDA GPUs this process sees (01, 02, 04, 07, 08, 10-13)."""
+    """Return how many CUDA GPUs this process sees (01, 02, 04, 08, 09, 11-15)."""
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
@@ -44,7 +44,7 @@ def fallback_device() -> torch.device:
 
 
 def try_gpu(i: int = 0, verbose: bool = True) -> torch.device:
-    """Return `cuda:i` if it exists, else the fallback device, saying why (all 13)."""
+    """Return `cuda:i` if it exists, else the fallback, saying why (01-10, 12-15)."""
     if isinstance(i, numbers.Integral) and not isinstance(i, bool):
         i = int(i)  # accept numpy and torch integers too
     if not isinstance(i, int) or isinstance(i, bool) or i < 0:
@@ -71,7 +71,7 @@ def try_all_gpus() -> list[torch.device]:
 
 @dataclass(frozen=True)
 class RankPlan:
-    """Where a launch's ranks run: how many, on what, over which backend (09-13)."""
+    """Where a launch's ranks run: how many, on what, over which backend (10-15)."""
 
     world: int
     device: str  # "cuda" (one GPU per rank) or "cpu"; the scripts' --device value
@@ -83,7 +83,7 @@ def rank_plan(world: int | None = None) -> RankPlan:
     """Choose the ranks of a launch: one GPU each over nccl, else CPU processes (gloo).
 
     `world=None` takes every GPU when there are two or more, else 2 CPU processes.
-    Used by notebooks 10, 12, 13, 14 and 15.
+    Used by notebooks 10-15.
     """
     gpus = num_gpus()
     want = world if world is not None else (gpus if gpus >= 2 else 2)
@@ -145,7 +145,7 @@ def _accelerator() -> str:
 
 
 def env_report() -> str:
-    """Return a one-screen report of versions, devices and drivers (01, 13)."""
+    """Return a one-screen report of versions, devices and drivers (01, 15)."""
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() \
         else None
     lines = [
@@ -173,7 +173,7 @@ _CUDA_SUCCESS = 0  # cuDeviceGetCount returns 3 (NOT_INITIALIZED) before cuInit
 
 def fresh_python(code: str, env: Mapping[str, str | None] | None = None,
                  timeout: float = 120.0) -> str:
-    """Run `code` in a new Python with `env` (None unsets one); return output (04)."""
+    """Run `code` in a new Python with `env` (None unsets); return output (04, 07)."""
     child_env = dict(os.environ)
     for key, value in (env or {}).items():
         if value is None:

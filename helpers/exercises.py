@@ -37,14 +37,14 @@ def _unanswered(answer: Any) -> bool:
 
 
 def digest(value: Any) -> str:
-    """Return a fingerprint of `value`'s repr, to check it unseen (07-10, 13)."""
+    """Return a fingerprint of `value`'s repr, to check it unseen (06, 08-12, 15)."""
     return hashlib.sha256(repr(value).encode()).hexdigest()[:12]
 
 
 def check(answer: Any, expected: Any = _UNSET, *,
           test: Callable[[Any], Any] | None = None, hashed: str | None = None,
           rel_tol: float = 0.0, abs_tol: float = 0.0, hint: str = "") -> Result:
-    """Print whether `answer` is right, not yet right, or not answered (all notebooks).
+    """Print whether `answer` is right, not yet right, or not answered (01-15).
 
     `test(answer)` raises AssertionError, with a helpful message, when it is wrong;
     NotImplementedError from it means the learner has not written the code yet.

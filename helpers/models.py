@@ -67,7 +67,7 @@ def _standardise(train: torch.Tensor, test: torch.Tensor) -> tuple[torch.Tensor,
 
 
 def diabetes_split(test_size: float = 0.2, seed: int = 0) -> Split:
-    """Return standardised diabetes data: X_train, X_test, y_train, y_test (05, 07)."""
+    """Return standardised diabetes data: X_train, X_test, y_train, y_test (05, 08)."""
     from sklearn.datasets import load_diabetes
     from sklearn.model_selection import train_test_split
 
@@ -117,7 +117,7 @@ def split_stages(model: ResNet) -> tuple[nn.Sequential, nn.Sequential]:
 
 
 class TwoStageResNet(nn.Module):
-    """Model parallel: stage 1 on `dev0`; stage 2 and the output on `dev1` (12, 13)."""
+    """Model parallel: stage 1 on `dev0`; stage 2 and the output on `dev1` (12)."""
 
     def __init__(self, model: ResNet, dev0: torch.device | str,
                  dev1: torch.device | str):

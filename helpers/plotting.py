@@ -35,7 +35,7 @@ _CHAR_PX = 8.5  # a generous width of one character at 10 pt and 100 dpi, in pix
 
 
 def subplots(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
-    """Return `plt.subplots(...)` at the course's size and dpi (notebook 14)."""
+    """Return `plt.subplots(...)` at the course's size and dpi (notebooks 06, 14)."""
     import matplotlib.pyplot as plt
 
     kwargs.setdefault("figsize", FIGSIZE)
@@ -57,7 +57,7 @@ def _finish(ax: Axes, title: str, ylabel: str, xlabel: str = "") -> Figure:
 def bar_chart(labels: Sequence[str], values: Sequence[float], title: str = "",
               ylabel: str = "", errors: Sequence[float] | None = None,
               fmt: str = "{:.3g}") -> Figure:
-    """Draw one bar per label, its value above it (notebooks 05-09, 12, 13, 15)."""
+    """Draw one bar per label, its value above it (notebooks 05, 07-09, 12, 13, 15)."""
     if len(labels) != len(values):
         raise ValueError(f"{len(labels)} labels but {len(values)} values")
     fig, ax = subplots()
@@ -70,7 +70,7 @@ def bar_chart(labels: Sequence[str], values: Sequence[float], title: str = "",
 def line_plot(x: Sequence[float], ys: dict[str, Sequence[float]], title: str = "",
               xlabel: str = "", ylabel: str = "", logx: bool = False,
               logy: bool = False) -> Figure:
-    """Draw one marked line per entry of `ys` against `x` (01, 03, 05, 06, 11)."""
+    """Draw one marked line per entry of `ys` against `x` (01, 03, 05, 07, 11, 13)."""
     fig, ax = subplots()
     for name, y in ys.items():
         if len(y) != len(x):
@@ -112,7 +112,7 @@ def _lanes(ax: Axes, bars: Sequence[Bar], height: float, xlim: float,
 
 def plot_timeline(timelines: Mapping[str, Sequence[Event]],
                   title: str = "") -> Figure:
-    """Draw a Gantt chart per timeline: a row per stage, a bar per F or B (10, 11)."""
+    """Draw a Gantt chart per timeline: a row per stage, a bar per F or B (12, 13)."""
     fig, axes = subplots(len(timelines), 1, sharex=True, squeeze=False)
     spans = {name: max(e[4] for e in ev) - min(e[3] for e in ev)
              for name, ev in timelines.items()}
@@ -138,7 +138,7 @@ def plot_timeline(timelines: Mapping[str, Sequence[Event]],
 
 def plot_trace(events: Sequence[TraceEvent], title: str = "",
                max_depth: int = 3) -> Figure:
-    """Draw trace events on lanes, one per row and depth, by phase (notebook 06).
+    """Draw trace events on lanes, one per row and depth, by phase (06, 07, 11).
 
     Events deeper than `max_depth - 1` are left out; a bar carries its (shortened)
     name where the name fits.

@@ -32,7 +32,7 @@ _EPS = 1e-3  # microseconds: rounding slack when one event nests inside another
 
 @dataclass(frozen=True)
 class TraceEvent:
-    """One timed event: where it ran, when (ms from the start), its phase (06, 07)."""
+    """One timed event: where it ran, when (ms from start), its phase (06, 07, 11)."""
 
     name: str
     row: str
@@ -94,7 +94,7 @@ LABELS = ("forward", "backward", "optimizer")  # the phases notebook 06 labels
 
 
 def trace_events(trace: Any, labels: Sequence[str] = LABELS) -> list[TraceEvent]:
-    """Return a trace's complete events, nested per row and labelled (notebook 06).
+    """Return a trace's complete events, nested per row and labelled (notebooks 06, 11).
 
     `trace` is a `torch.profiler.profile`, a Chrome-trace dict or a path to one. An
     event's phase is the innermost event named in `labels` around it on its row, else

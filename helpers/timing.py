@@ -19,7 +19,10 @@ __all__ = ["Timing", "benchmark", "paired_ratio", "synchronize", "verdict"]
 
 @dataclass(frozen=True)
 class Timing:
-    """Seconds per call over several measured repeats (what `benchmark` returns)."""
+    """Seconds per call over measured repeats: `benchmark`'s result.
+
+    Used by notebooks 01-03, 05-07, 09 and 12-15.
+    """
 
     median: float
     iqr: float
@@ -35,7 +38,7 @@ class Timing:
 
 
 def synchronize(device: torch.device | str) -> None:
-    """Wait until all queued work on `device` has finished (notebooks 03, 12, 13)."""
+    """Wait until all queued work on `device` has finished (03, 07, 12, 13)."""
     dev = torch.device(device)
     if dev.type == "cuda":
         torch.cuda.synchronize(dev)
@@ -53,7 +56,10 @@ def _iqr(samples: list[float]) -> float:
 
 def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
               warmup: int = 3, repeats: int = 10, number: int = 1) -> Timing:
-    """Time `fn()` after a warm-up: its median over repeats (01-03, 05-08, 10-13)."""
+    """Time `fn()` after a warm-up: its median over repeats.
+
+    Used by notebooks 01-03, 05-07, 09 and 12-15.
+    """
     if warmup < 0 or repeats < 1 or number < 1:
         raise ValueError("benchmark needs warmup >= 0, repeats >= 1 and number >= 1")
     dev = torch.device(device)
@@ -89,7 +95,7 @@ def paired_ratio(slow: Callable[[], object], fast: Callable[[], object],
 
     Each round benchmarks both (`kwargs` go to `benchmark`), fast first in every other
     round, so a load that rises or falls slows both sides of each ratio alike.
-    Used by notebooks 06 and 08.
+    Used by notebooks 07 and 08.
     """
     if rounds < 1:
         raise ValueError(f"paired_ratio needs rounds >= 1, got {rounds}")
@@ -116,7 +122,7 @@ def verdict(value: float, bands: list[tuple[float, str]], *, ideal: float | None
 
     `spread` is the (lowest, highest) of the samples behind `value`: when they fall in
     different bands, the words say the run was too noisy to tell, not a band.
-    Used by notebooks 01, 03, 05, 06, 08, 12, 13, 14 and 15.
+    Used by notebooks 01, 03, 05, 07, 08, 11-15.
     """
     limits = [limit for limit, _ in bands]
     if limits != sorted(limits):
