@@ -7,15 +7,10 @@ WRONG = {
         "def clipped_loss_one_graph(model, x, y):\n"
         "    return torch.clamp(nn.functional.mse_loss(model(x), y), max=1.0)",
         "clipped_loss_one_graph = clipped_loss  # still two graphs"],
-    2: ["def pad_batch(x, size):\n    return x  # the shape still changes",
-        "def pad_batch(x, size):\n"
-        "    return torch.zeros(size, x.shape[1])  # drops the batch",
-        "def pad_batch(x, size):\n"
-        "    return torch.cat([x, x[:size - len(x)]])  # repeats rows"],
-    3: ["def feed(static, new):\n    static = new  # rebinds the name only",
+    2: ["def feed(static, new):\n    static = new  # rebinds the name only",
         "def feed(static, new):\n    return new.clone()"],
 }
-WRONG[4] = [
+WRONG[3] = [
     "def workers_needed(load_ms, compute_ms):\n"
     "    return load_ms // compute_ms  # rounds down: the step still waits",
     "def workers_needed(load_ms, compute_ms):\n"
