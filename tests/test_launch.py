@@ -176,12 +176,16 @@ def test_hanging_rank_is_bounded_by_the_timeout(tmp_path):
             '"import time; time.sleep(600)"])\n'
             '    (pids / "child").write_text(str(child.pid))\n'
             '    print("waiting forever", flush=True)\n    time.sleep(600)\n')
-    t0 = time.monotonic()
-    with pytest.raises(LaunchError) as info:  # 30 s: rank 1 runs by then, even busy
-        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=30)
-    assert time.monotonic() - t0 < 30 + 8
-    msg = str(info.value)
-    assert msg.startswith("timed out after 30 s; still running: rank 1."), msg
+    for limit in (15, 45):  # a busy machine may take longer to start rank 1
+        t0 = time.monotonic()
+        with pytest.raises(LaunchError) as info:
+            torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False,
+                     timeout=limit)
+        assert time.monotonic() - t0 < limit + 8, "the timeout did not bound it"
+        msg = str(info.value)
+        if "still running: rank (none)" not in msg:
+            break
+    assert msg.startswith(f"timed out after {limit} s; still running: rank 1."), msg
     assert msg.endswith("Last lines of rank 1:\n    waiting forever"), msg
     assert info.value.rank == 1
     assert (tmp_path / "pids" / "child").exists()
