@@ -328,11 +328,13 @@ def _code_lines(source: str) -> int:
         return sum(1 for line in lines if line.strip())
     imports = {n for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))
                for n in range(node.lineno, node.end_lineno + 1)}
-    return sum(1 for n, line in enumerate(lines, 1) if line.strip() and n not in imports)
+    return sum(1 for n, line in enumerate(lines, 1)
+               if line.strip() and n not in imports)
 
 
 def test_code_line_counter_skips_imports_and_blanks():
-    cell = "import os\nfrom helpers import (\n    check,\n    try_gpu,\n)\n\nx = 1\n%time y = 2"
+    cell = ("import os\nfrom helpers import (\n    check,\n    try_gpu,\n)\n\n"
+            "x = 1\n%time y = 2")
     assert _code_lines(cell) == 1, _code_lines(cell)
 
 

@@ -21,7 +21,8 @@
 # `$PY -m ...`, finds `helpers` through PYTHONPATH, and a step whose tool is missing
 # from that Python says so (ruff is then skipped; pytest and nbval fail). On a
 # torch-only Python (no Jupyter, nbval or ruff) the unit tests that need those skip,
-# saying why (-rs lists each reason in unit.log), and the rest run.
+# saying why (-rs lists each reason in unit.log), and the rest run. Launches stop their
+# processes with psutil: on a torch-only Python, pip install psutil first.
 #
 # A step fails loudly, in its row of the report and in the exit status, if it exits
 # non-zero, runs past STEP_TIMEOUT seconds (default 3600; needs `timeout`), or is a
