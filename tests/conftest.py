@@ -10,6 +10,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
@@ -17,6 +19,19 @@ SANITIZE = ROOT / "tests" / "sanitize.cfg"
 
 if str(ROOT) not in sys.path:  # lets tests import tools/ without installing it
     sys.path.insert(0, str(ROOT))
+
+
+@pytest.fixture
+def group():
+    """A one-process gloo group in this process, left again afterwards."""
+    import torch.distributed as dist
+
+    from helpers.launch import free_port
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}",
+                            rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
 
 
 def load_script(path: Path) -> ModuleType:

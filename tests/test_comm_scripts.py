@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import NOTEBOOK_DIR, load_script
 
-from helpers.launch import free_port, torchrun
+from helpers.launch import torchrun
 
 SCRIPTS = NOTEBOOK_DIR / "scripts"
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Linux")
@@ -27,16 +27,6 @@ def buckets():
         yield load_script(SCRIPTS / "comm_buckets.py")
     finally:
         sys.path.remove(str(SCRIPTS))
-
-
-@pytest.fixture
-def group():
-    """A one-process gloo group in this process, left again afterwards."""
-    dist = torch.distributed
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}",
-                            rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
 
 
 def test_busbw_factor_is_nccl_tests_all_reduce_factor(coll):

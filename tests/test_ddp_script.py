@@ -11,7 +11,7 @@ import torch
 from conftest import NOTEBOOK_DIR, load_script
 from torch.utils.data import DataLoader
 
-from helpers.launch import LaunchError, free_port, torchrun
+from helpers.launch import LaunchError, torchrun
 
 SCRIPT = NOTEBOOK_DIR / "scripts" / "ddp_train.py"
 if str(SCRIPT.parent) not in sys.path:  # the scripts import their siblings
@@ -30,16 +30,6 @@ def ddp():
 @pytest.fixture(scope="module")
 def parts():
     return load_script(SCRIPT.with_name("ddp_parts.py"))
-
-
-@pytest.fixture
-def group():
-    """A one-process gloo group in this process, left again afterwards."""
-    dist = torch.distributed
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}",
-                            rank=0, world_size=1)
-    yield
-    dist.destroy_process_group()
 
 
 def flat(net):
