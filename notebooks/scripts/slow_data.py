@@ -1,8 +1,9 @@
 """A data set whose every item costs a fixed wait, as reading and decoding a file would.
 
 Notebook 07 times DataLoader workers on it. It lives in a file, not in the notebook,
-because a worker started with "spawn" (the default on macOS and Windows) imports the
-data set's class by name, and cannot import one defined in a notebook.
+because a worker started with "spawn" (the default on macOS and Windows) or
+"forkserver" (Linux from Python 3.14) imports the data set's class by name, and
+cannot import one defined in a notebook.
 """
 
 from __future__ import annotations
