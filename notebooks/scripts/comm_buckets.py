@@ -58,7 +58,7 @@ def make_model(layers: int, width: int, seed: int = 0) -> nn.Sequential:
 
 
 def wrap(model: nn.Module, device: torch.device, cap: float, group=None) -> DDP:
-    """Return `model` on `device` in DDP with buckets of at most `cap` MiB."""
+    """Return `model` on `device` in DDP; a bucket closes once it reaches `cap` MiB."""
     return DDP(model.to(device), bucket_cap_mb=cap, process_group=group,
                device_ids=[device.index] if device.type == "cuda" else None)
 
@@ -176,7 +176,8 @@ def count_bytes(sent: list[int]):
 def compress(base: nn.Module, device: torch.device, width: int, bsz: int,
              steps: int) -> dict:
     """Train two copies, with and without a compressing comm hook; compare them."""
-    bf16 = device.type == "cpu" or torch.cuda.is_bf16_supported()
+    bf16 = device.type == "cpu" or torch.cuda.is_bf16_supported(
+        including_emulation=False)  # a T4 only emulates bf16: fp16 there
     hooks = {"float32": default_hooks.allreduce_hook,
              "bfloat16" if bf16 else "float16": default_hooks.bf16_compress_hook
              if bf16 else default_hooks.fp16_compress_hook}

@@ -118,8 +118,9 @@ def ring_all_reduce(t: torch.Tensor) -> int:
         send_i = (rank - step) % world  # the chunk this rank passes on at this step
         recv_i = (rank - step - 1) % world
         got = torch.empty_like(chunks[recv_i])
-        reqs = [dist.isend(chunks[send_i], right), dist.irecv(got, left)]
-        for req in reqs:  # both at once, or every rank would wait to send first
+        ops = [dist.P2POp(dist.isend, chunks[send_i], right),
+               dist.P2POp(dist.irecv, got, left)]
+        for req in dist.batch_isend_irecv(ops):  # one grouped call: nccl needs it
             req.wait()
         sent += chunks[send_i].numel() * chunks[send_i].element_size()
         if step < world - 1:
@@ -197,7 +198,8 @@ def run(out: Path, device: torch.device, max_kib: int = 64 * KIB,
         groups["gloo"] = (torch.device("cpu"), dist.new_group(backend="gloo"))
     bandwidth = {name: sweep(dev, sizes, group) for name, (dev, group)
                  in groups.items()}
-    copy = memcpy_gbps(device) if rank == 0 else None
+    # gloo's ranks pass data through host memory: its copy is their ceiling
+    copy = memcpy_gbps(torch.device("cpu")) if rank == 0 else None
     if rank == 0:
         out.mkdir(parents=True, exist_ok=True)
         (out / "collectives.json").write_text(json.dumps(held))

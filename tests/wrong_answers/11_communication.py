@@ -26,5 +26,13 @@ WRONG = {
         "        if filled and filled + size > cap:\n"
         "            buckets, filled = buckets + 1, 0\n"
         "        filled += size\n"
+        "    return buckets + (filled > 0)",
+        # closes a bucket only once it is past the cap, not at it
+        "def count_buckets(param_bytes, cap):\n"
+        "    buckets, filled = 0, 0\n"
+        "    for size in reversed(param_bytes):\n"
+        "        filled += size\n"
+        "        if filled > cap:\n"
+        "            buckets, filled = buckets + 1, 0\n"
         "    return buckets + (filled > 0)"],
 }
