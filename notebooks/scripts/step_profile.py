@@ -3,9 +3,10 @@
     torchrun --standalone --nproc-per-node=2 step_profile.py --runs healthy tiny item
 
 Each run trains ddp_parts.py's model with DDP under torch.profiler: one step
-unrecorded, one warm-up step, then --steps recorded steps, each marked
-"ProfilerStep#N". Every rank writes its Chrome trace to <out>/<run>_rank<R>.json
-(open it in Perfetto or chrome://tracing). Two runs are slow on purpose:
+unrecorded (eleven on a GPU, where DDP synchronizes to time its first ten), one
+warm-up step, then --steps recorded steps, each marked "ProfilerStep#N". Every
+rank writes its Chrome trace to <out>/<run>_rank<R>.json (open it in Perfetto or
+chrome://tracing). Two runs are slow on purpose:
 - tiny: a per-rank batch of two 8x8 images, so a step is mostly per-operation
   overhead and the all-reduce's latency, not arithmetic (it records 4x the steps);
 - item: a `loss.item()` every step. It copies one number to the host, so the host
@@ -57,7 +58,8 @@ def profile_run(run: str, args: argparse.Namespace, device: torch.device) -> int
     steps = args.steps * (TINY["more_steps"] if run == "tiny" else 1)
     batch, size = (TINY["batch"], TINY["image_size"]) if run == "tiny" else (
         args.batch, args.image_size)
-    data = make_data(batch * world * (2 + steps), size, args.seed)
+    skip = 10 if device.type == "cuda" else 0  # DDP syncs to time its first 10 steps
+    data = make_data(batch * world * (2 + skip + steps), size, args.seed)
     sampler = DistributedSampler(data, shuffle=True, seed=args.seed)
     loader = DataLoader(data, batch_size=batch, sampler=sampler,
                         pin_memory=device.type == "cuda")
@@ -69,7 +71,7 @@ def profile_run(run: str, args: argparse.Namespace, device: torch.device) -> int
     activities = [ProfilerActivity.CPU]
     if device.type == "cuda":
         activities.append(ProfilerActivity.CUDA)
-    plan = schedule(wait=1, warmup=1, active=steps, repeat=1)
+    plan = schedule(skip_first=skip, wait=1, warmup=1, active=steps, repeat=1)
     with profile(activities=activities, schedule=plan,
                  on_trace_ready=lambda p: p.export_chrome_trace(str(path))) as prof:
         for x, y in loader:
