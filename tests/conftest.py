@@ -36,6 +36,8 @@ def group():
 
 def load_script(path: Path) -> ModuleType:
     """Import a notebook script (notebooks/scripts/*.py) as a module, by its path."""
+    if str(path.parent) not in sys.path:  # as `python script.py` does: siblings import
+        sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -22,11 +22,7 @@ def coll():
 
 @pytest.fixture(scope="module")
 def buckets():
-    sys.path.insert(0, str(SCRIPTS))  # comm_buckets imports its sibling
-    try:
-        yield load_script(SCRIPTS / "comm_buckets.py")
-    finally:
-        sys.path.remove(str(SCRIPTS))
+    return load_script(SCRIPTS / "comm_buckets.py")
 
 
 def test_busbw_factor_is_nccl_tests_all_reduce_factor(coll):

@@ -16,49 +16,18 @@ the standard library are used, so you can copy this file into your project.
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
-import os
 import statistics
-import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from ddp_parts import clock
+from ddp_train import setup
 from torch.distributed.elastic.multiprocessing.errors import record
 
 KIB = 1024
 SIZES = [KIB * 4**k for k in range(9)]  # 1 KiB, 4 KiB, 16 KiB, ..., 64 MiB
-
-
-def setup(device: str = "auto") -> torch.device:
-    """Join the process group torchrun describes; return this rank's device."""
-    if "LOCAL_RANK" not in os.environ:
-        raise SystemExit(f"start me with torchrun, e.g. torchrun --standalone "
-                         f"--nproc-per-node=2 {os.path.basename(sys.argv[0])}")
-    local_rank = int(os.environ["LOCAL_RANK"])  # this process's index on its machine
-    local_world = int(os.environ["LOCAL_WORLD_SIZE"])  # processes on this machine
-    if device == "auto":  # a GPU for every process on this machine, or none
-        device = "cuda" if torch.cuda.device_count() >= local_world else "cpu"
-    if device == "cuda":
-        if local_rank >= torch.cuda.device_count():
-            raise SystemExit(f"local rank {local_rank} has no GPU of its own: "
-                             f"{torch.cuda.device_count()} visible on this machine")
-        dev = torch.device("cuda", local_rank)
-        torch.cuda.set_device(dev)
-        dist.init_process_group("nccl", device_id=dev)  # binds the group to this GPU
-        return dev
-    dist.init_process_group("gloo")
-    atexit.register(time.sleep, 0.2)  # workaround: gloo's threads finish freeing
-    return torch.device("cpu")
-
-
-def clock(device: torch.device) -> float:
-    """Return perf_counter seconds once all queued work on `device` has finished."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter()
 
 
 def collectives(device: torch.device) -> dict[str, dict[str, list]]:
