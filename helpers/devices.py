@@ -83,7 +83,7 @@ def rank_plan(world: int | None = None) -> RankPlan:
     """Choose the ranks of a launch: one GPU each over nccl, else CPU processes (gloo).
 
     `world=None` takes every GPU when there are two or more, else 2 CPU processes.
-    Used by notebooks 10-15.
+    Used by notebooks 10-17.
     """
     gpus = num_gpus()
     want = world if world is not None else (gpus if gpus >= 2 else 2)

@@ -2,7 +2,7 @@
 
 On a failure, timeout or interrupt, psutil stops every process of the launch, and a
 `LaunchError` says why: the failed rank's exception from torchrun's error file (main
-decorated with `@record`), else its last lines. Used by notebooks 09-15 and bench/.
+decorated with `@record`), else its last lines. Used by notebooks 09-17 and bench/.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ class LaunchError(RuntimeError):
 
 @dataclass
 class LaunchResult:
-    """What a launch ran (`commands`, one per agent) and printed (notebooks 09-15)."""
+    """What a launch ran (`commands`, one per agent) and printed (notebooks 09-17)."""
 
     commands: list[str]
     tag: str
@@ -197,7 +197,7 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
              nnodes: int = 1, timeout: float = 120.0, threads: int = 1,
              echo: bool = True, env: dict[str, str] | None = None,
              max_restarts: int = 0) -> LaunchResult:
-    """Run `script` under torchrun here, streaming `[rank N]` lines (notebooks 09-15).
+    """Run `script` under torchrun here, streaming `[rank N]` lines (notebooks 09-17).
 
     `nproc` ranks on each of `nnodes` agents (each with its own GPUs, if there are
     enough); `threads` sets OMP_NUM_THREADS and MKL_NUM_THREADS; `env` adds variables;

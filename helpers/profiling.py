@@ -143,7 +143,7 @@ def trace_events(trace: Any, labels: Sequence[str] = LABELS) -> list[TraceEvent]
     return events
 
 
-# --- Where a training step's time went (notebook 15) ---------------------------------
+# --- Where a training step's time went (notebook 17) ---------------------------------
 # Each instant of a step counts once, as the first of PARTS that applies (_kind).
 PARTS = ("sync", "data", "compute", "comm", "other")
 FIXES = {"sync": "drop the per-step .item(): log every N steps",
@@ -202,7 +202,7 @@ class StepBreakdown:
 
 
 def step_breakdown(traces: Sequence[Any]) -> StepBreakdown:
-    """Split each "ProfilerStep#N" of each rank's trace into PARTS (notebook 15)."""
+    """Split each "ProfilerStep#N" of each rank's trace into PARTS (notebook 17)."""
     ranks = [_steps(t) for t in traces]
     if not ranks or not all(ranks):
         raise ValueError("a trace has no ProfilerStep#N: profile with a schedule and "

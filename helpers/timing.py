@@ -21,7 +21,7 @@ __all__ = ["Timing", "benchmark", "paired_ratio", "synchronize", "verdict"]
 class Timing:
     """Seconds per call over measured repeats: `benchmark`'s result.
 
-    Used by notebooks 01-03, 05-07, 09 and 12-15.
+    Used by notebooks 01-03, 05-07, 09 and 12-17.
     """
 
     median: float
@@ -58,7 +58,7 @@ def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
               warmup: int = 3, repeats: int = 10, number: int = 1) -> Timing:
     """Time `fn()` after a warm-up: its median over repeats.
 
-    Used by notebooks 01-03, 05-07, 09 and 12-15.
+    Used by notebooks 01-03, 05-07, 09 and 12-17.
     """
     if warmup < 0 or repeats < 1 or number < 1:
         raise ValueError("benchmark needs warmup >= 0, repeats >= 1 and number >= 1")
@@ -122,7 +122,7 @@ def verdict(value: float, bands: list[tuple[float, str]], *, ideal: float | None
 
     `spread` is the (lowest, highest) of the samples behind `value`: when they fall in
     different bands, the words say the run was too noisy to tell, not a band.
-    Used by notebooks 01, 03, 05, 07, 08, 11-15.
+    Used by notebooks 01, 03, 05, 07, 08, 11-17.
     """
     limits = [limit for limit, _ in bands]
     if limits != sorted(limits):

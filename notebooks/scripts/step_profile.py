@@ -11,7 +11,7 @@ chrome://tracing). Two runs are slow on purpose:
   overhead and the all-reduce's latency, not arithmetic (it records 4x the steps);
 - item: a `loss.item()` every step. It copies one number to the host, so the host
   waits until the device has run everything queued before it (on a GPU, every step).
-Notebook 15 reads the traces. Only torch and the standard library are used.
+Notebook 17 reads the traces. Only torch and the standard library are used.
 """
 
 from __future__ import annotations

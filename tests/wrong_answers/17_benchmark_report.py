@@ -1,4 +1,4 @@
-"""Typical wrong answers to notebook 15's exercises: each check must say "not yet"."""
+"""Typical wrong answers to notebook 17's exercises: each check must say "not yet"."""
 
 WRONG = {
     1: ["def serial_fraction(eff, n=2):\n"
