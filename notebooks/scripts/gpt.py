@@ -1,0 +1,255 @@
+"""A small decoder-only transformer (GPT) on Python's documentation, bytes as tokens.
+
+One file shared by notebooks 15 and 16: the model, a layout-independent init, the text,
+the global batch of each step, and the FLOPs-per-token estimate. torch and the standard
+library only, so a copied scripts/ folder runs anywhere.
+
+    cfg = Config()                      # tiny: many steps in seconds on a 2-core CPU
+    model = GPT(cfg); init_weights(model, seed=0)
+    data = corpus()
+    x, y = batch(data, step=0, batch_size=8, block=cfg.block)
+    loss = loss_fn(model(x), y)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import zlib
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+__all__ = ["Config", "GPT", "Block", "Attention", "MLP", "init_weights", "corpus",
+           "corpus_pin", "batch", "loss_fn", "count_params", "flops_per_token",
+           "TOLERANCE", "full_params", "max_diff", "PINNED"]
+
+TOLERANCE = 1e-10  # float64: the largest weight difference two strategies may show
+
+
+@dataclass
+class Config:
+    vocab: int = 256  # bytes: the vocabulary does not depend on the text
+    block: int = 64  # context length, in tokens
+    layers: int = 2
+    heads: int = 4
+    dim: int = 64
+    mlp: int = 4  # the MLP's hidden width is mlp * dim
+
+
+def rope(x: torch.Tensor) -> torch.Tensor:
+    """Rotate (B, T, H, D) queries or keys by position (RoPE), built from T and D."""
+    T, D = x.shape[1], x.shape[-1]
+    dt = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
+    inv = 1.0 / 10000 ** (torch.arange(0, D, 2, device=x.device, dtype=dt) / D)
+    angle = torch.outer(torch.arange(T, device=x.device, dtype=dt), inv)[:, None, :]
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    x1, x2 = x[..., : D // 2], x[..., D // 2:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.head_dim = cfg.dim // cfg.heads
+        self.q = nn.Linear(cfg.dim, cfg.dim, bias=False)
+        self.k = nn.Linear(cfg.dim, cfg.dim, bias=False)
+        self.v = nn.Linear(cfg.dim, cfg.dim, bias=False)
+        self.proj = nn.Linear(cfg.dim, cfg.dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T = x.shape[0], x.shape[1]
+        # -1, not cfg.heads: under tensor parallelism a rank holds only some heads
+        q = rope(self.q(x).view(B, T, -1, self.head_dim)).transpose(1, 2)
+        k = rope(self.k(x).view(B, T, -1, self.head_dim)).transpose(1, 2)
+        v = self.v(x).view(B, T, -1, self.head_dim).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, D)
+        return self.proj(y.transpose(1, 2).reshape(B, T, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.fc = nn.Linear(cfg.dim, cfg.mlp * cfg.dim, bias=False)
+        self.proj = nn.Linear(cfg.mlp * cfg.dim, cfg.dim, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(F.gelu(self.fc(x)))
+
+
+class Block(nn.Module):
+    """Pre-norm: x + attn(norm1(x)), then x + mlp(norm2(x))."""
+
+    def __init__(self, cfg: Config):
+        super().__init__()
+        self.norm1 = nn.RMSNorm(cfg.dim)
+        self.attn = Attention(cfg)
+        self.norm2 = nn.RMSNorm(cfg.dim)
+        self.mlp = MLP(cfg)
+
+    def _attention(self, x: torch.Tensor) -> torch.Tensor:
+        return self.attn(self.norm1(x))
+
+    def _layer(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self._attention(x)
+        return x + self.mlp(self.norm2(x))
+
+    def forward(self, x: torch.Tensor, recompute: str = "none") -> torch.Tensor:
+        if recompute == "full":  # keep the block's input; redo the block in backward
+            return checkpoint(self._layer, x, use_reentrant=False)
+        if recompute == "attention":  # selective: redo only the attention sub-layer
+            x = x + checkpoint(self._attention, x, use_reentrant=False)
+            return x + self.mlp(self.norm2(x))
+        return self._layer(x)
+
+
+class GPT(nn.Module):
+    """Token embedding, `layers` blocks, a final norm, and a head tied to the embedding.
+
+    `recompute` is "none", "full" (checkpoint every block) or "attention" (selective).
+    """
+
+    def __init__(self, cfg: Config, recompute: str = "none"):
+        super().__init__()
+        assert cfg.dim % cfg.heads == 0, f"dim {cfg.dim} must split into {cfg.heads}"
+        self.cfg, self.recompute = cfg, recompute
+        self.tok = nn.Embedding(cfg.vocab, cfg.dim)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
+        self.norm = nn.RMSNorm(cfg.dim)
+        self.head = nn.Linear(cfg.dim, cfg.vocab, bias=False)
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        """Share one tensor between embedding and head; again after `to_empty`, which
+        gives every module new tensors and so unties them."""
+        self.head.weight = self.tok.weight
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        x = self.tok(idx)
+        for block in self.blocks:
+            x = block(x, self.recompute)
+        return self.head(self.norm(x))
+
+
+def _seed(seed: int, name: str) -> int:
+    return seed * 1_000_003 + zlib.crc32(name.encode())
+
+
+_WRAPPERS = ("_orig_mod.", "_checkpoint_wrapped_module.", "_fsdp_wrapped_module.")
+
+
+def _plain(name: str) -> str:
+    """Return a parameter's name without the prefixes DDP, compile or wrappers add."""
+    for wrapper in _WRAPPERS:
+        name = name.replace(wrapper, "")
+    return name.removeprefix("module.")
+
+
+@torch.no_grad()
+def init_weights(model: nn.Module, seed: int = 0) -> None:
+    """Fill every parameter the same way on any layout (one process, DDP, FSDP, TP).
+
+    Each full tensor is drawn in float64 from a generator seeded by the seed and the
+    parameter's name, then cast and copied in (sharded first if it is a DTensor), so one
+    full parameter exists at a time, never the whole model.
+    """
+    for name, p in sorted(model.named_parameters(), key=lambda kv: _plain(kv[0])):
+        name = _plain(name)
+        if "norm" in name:
+            full = torch.ones(p.shape, dtype=torch.float64)
+        elif name.endswith("bias"):
+            full = torch.zeros(p.shape, dtype=torch.float64)
+        else:
+            g = torch.Generator().manual_seed(_seed(seed, name))
+            full = torch.empty(p.shape, dtype=torch.float64)
+            full.normal_(0.0, 0.02, generator=g)
+        full = full.to(p.dtype)
+        if hasattr(p, "device_mesh"):  # a DTensor: keep only this rank's shard of it
+            from torch.distributed.tensor import distribute_tensor
+            full = distribute_tensor(full, p.device_mesh, p.placements)
+        p.copy_(full)
+
+
+# sha256 of the whole joined text, by the Python minor it was measured on
+PINNED = {
+    (3, 11): "37d06970fc926e60",
+    (3, 13): "a68b7f5ba5e4f20a",
+}
+
+
+def _text() -> bytes:
+    from pydoc_data.topics import topics
+    return "".join(topics[key] for key in sorted(topics)).encode("utf-8")
+
+
+def corpus_pin() -> str:
+    """Return which Python made the text and whether its digest matches the pin."""
+    digest = hashlib.sha256(_text()).hexdigest()[:16]
+    minor = sys.version_info[:2]
+    version = f"Python {minor[0]}.{minor[1]}"
+    if minor not in PINNED:
+        return f"{version}: unpinned (sha256 {digest})"
+    status = "matches its pin" if PINNED[minor] == digest else "differs from its pin"
+    return f"{version}: {status} (sha256 {digest})"
+
+
+def corpus(n_bytes: int = 200_000) -> torch.Tensor:
+    """Return Python's own documentation (pydoc_data.topics), utf-8 bytes as uint8.
+
+    The topics are sorted by key and joined. The text differs a little between Python
+    releases: `corpus_pin()` says whether this one is the one measured.
+    """
+    return torch.frombuffer(bytearray(_text()[:n_bytes]), dtype=torch.uint8)
+
+
+def batch(data: torch.Tensor, step: int, batch_size: int, block: int, seed: int = 0):
+    """Return (x, y), the GLOBAL batch of step `step`: (batch_size, block) long tensors.
+
+    The offsets come from a generator seeded by seed and step, so every strategy sees
+    the same rows. A data-parallel rank takes a contiguous chunk of rows:
+    `x.chunk(world)[rank]` (batch_size divisible by world).
+    """
+    g = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    starts = torch.randint(len(data) - block - 1, (batch_size,), generator=g)
+    rows = data[starts[:, None] + torch.arange(block + 1)].long()
+    return rows[:, :-1], rows[:, 1:]
+
+
+def loss_fn(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Return the mean cross-entropy of next-token logits (B, T, V) against y (B, T)."""
+    return F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
+
+
+def count_params(model: nn.Module) -> int:
+    """Return the number of parameters, the tied embedding once (global sizes)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def flops_per_token(cfg: Config, n_params: int) -> int:
+    """Return training FLOPs per token: 6N plus attention's 12 * layers * block * dim.
+
+    6N: each weight does a multiply-add (2 FLOPs) per token forward and twice that
+    backward. The attention term (scores and weighted sum, forward and backward) is
+    nanoGPT's `estimate_mfu`, which like it ignores the causal mask's zeros.
+    """
+    return 6 * n_params + 12 * cfg.layers * cfg.block * cfg.dim
+
+
+def full_params(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Return a CPU copy of each parameter by plain name, gathered if a DTensor."""
+    out = {}
+    for name, p in model.named_parameters():
+        full = p.full_tensor() if hasattr(p, "full_tensor") else p
+        out[_plain(name)] = full.detach().cpu().clone()
+    return out
+
+
+def max_diff(a, b) -> float:
+    """Return the largest absolute difference of two models or `full_params` dicts."""
+    a = a if isinstance(a, dict) else full_params(a)
+    b = b if isinstance(b, dict) else full_params(b)
+    assert a.keys() == b.keys(), f"different parameters: {sorted(a.keys() ^ b.keys())}"
+    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)

@@ -1,0 +1,108 @@
+"""Tests of notebooks/scripts/gpt.py (the transformer of notebooks 15 and 16) and
+gpt_ddp.py: determinism, an init independent of the layout, the FLOPs formula."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+import torch
+from conftest import NOTEBOOK_DIR
+from torch.utils.flop_counter import FlopCounterMode
+
+SCRIPTS = NOTEBOOK_DIR / "scripts"
+
+
+@pytest.fixture(scope="module")
+def gpt():
+    if str(SCRIPTS) not in sys.path:  # gpt_ddp imports gpt, as running it does
+        sys.path.insert(0, str(SCRIPTS))
+    return importlib.import_module("gpt")
+
+
+def test_shapes_and_tied_weights(gpt):
+    cfg = gpt.Config()
+    model = gpt.GPT(cfg)
+    x = torch.zeros(2, cfg.block, dtype=torch.long)
+    assert model(x).shape == (2, cfg.block, cfg.vocab)
+    assert model.head.weight is model.tok.weight
+    n = gpt.count_params(model)
+    expected = cfg.vocab * cfg.dim + cfg.layers * (4 + 2 * cfg.mlp) * cfg.dim ** 2
+    norms = (2 * cfg.layers + 1) * cfg.dim
+    assert n == expected + norms, f"{n} parameters, expected {expected + norms}"
+
+
+def test_init_is_deterministic_and_independent_of_layout(gpt):
+    cfg = gpt.Config(layers=1)
+    a, b = gpt.GPT(cfg), gpt.GPT(cfg).double()
+    gpt.init_weights(a, seed=3)
+    gpt.init_weights(b, seed=3)
+    with torch.device("meta"):  # built without memory, as FSDP2 builds it
+        c = gpt.GPT(cfg)
+    c.to_empty(device="cpu")
+    assert c.head.weight is not c.tok.weight, "to_empty unties: re-tie after it"
+    c.tie_weights()
+    gpt.init_weights(c, seed=3)
+    wrapped = torch.nn.Sequential()
+    wrapped.add_module("module", gpt.GPT(cfg))  # DDP's prefix must not change a seed
+    gpt.init_weights(wrapped, seed=3)
+    assert gpt.max_diff(a, c) == 0.0
+    assert gpt.max_diff(a, wrapped) == 0.0
+    assert gpt.max_diff(a, b) < 1e-8, "float32 is the float64 draw, rounded"
+    gpt.init_weights(c, seed=4)
+    assert gpt.max_diff(a, c) > 0.01, "another seed must give other weights"
+    assert torch.equal(a.blocks[0].norm1.weight, torch.ones(cfg.dim))
+
+
+def test_init_shards_a_dtensor(gpt, group):
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    cfg = gpt.Config(layers=1)
+    plain, sharded = gpt.GPT(cfg), gpt.GPT(cfg)
+    mesh = init_device_mesh("cpu", (1,))
+    fc = sharded.blocks[0].mlp.fc
+    fc.weight = torch.nn.Parameter(distribute_tensor(fc.weight.data, mesh, [Shard(0)]))
+    gpt.init_weights(plain)
+    gpt.init_weights(sharded)
+    assert hasattr(sharded.blocks[0].mlp.fc.weight, "device_mesh")
+    assert gpt.max_diff(plain, sharded) == 0.0
+
+
+def test_batch_is_the_same_global_batch_every_time(gpt):
+    data = gpt.corpus(10_000)
+    assert data.dtype == torch.uint8 and data.shape == (10_000,)
+    x, y = gpt.batch(data, 5, 4, 16)
+    x2, _ = gpt.batch(data, 5, 4, 16)
+    x3, _ = gpt.batch(data, 6, 4, 16)
+    assert x.shape == y.shape == (4, 16) and x.dtype == torch.long
+    assert torch.equal(x, x2) and not torch.equal(x, x3)
+    assert torch.equal(x[:, 1:], y[:, :-1]), "y is x shifted by one token"
+    assert "Python" in gpt.corpus_pin()
+
+
+def test_flops_per_token_matches_the_counter(gpt):
+    """6N + attention, less the norms' weights (no matmul), is exactly the count."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    cfg = gpt.Config(layers=1, block=16)
+    model = gpt.GPT(cfg)
+    x, y = gpt.batch(gpt.corpus(10_000), 0, 2, cfg.block)
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:
+        gpt.loss_fn(model(x), y).backward()
+    norms = sum(p.numel() for n, p in model.named_parameters() if "norm" in n)
+    per_token = gpt.flops_per_token(cfg, gpt.count_params(model)) - 6 * norms
+    assert counter.get_total_flops() == x.numel() * per_token
+
+
+def test_recompute_gives_the_same_gradients(gpt):
+    cfg = gpt.Config(layers=1, block=16)
+    x, y = gpt.batch(gpt.corpus(10_000), 0, 2, cfg.block)
+    grads = []
+    for mode in ("none", "full", "attention"):
+        model = gpt.GPT(cfg, recompute=mode).double()
+        gpt.init_weights(model)
+        gpt.loss_fn(model(x), y).backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    assert torch.equal(grads[0], grads[1]) and torch.equal(grads[0], grads[2])
