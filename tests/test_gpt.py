@@ -106,3 +106,19 @@ def test_recompute_gives_the_same_gradients(gpt):
         gpt.loss_fn(model(x), y).backward()
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
     assert torch.equal(grads[0], grads[1]) and torch.equal(grads[0], grads[2])
+
+
+def test_ddp_step_all_reduces_only_the_last_micro_batch(gpt, group):
+    """One rank can count: no_sync skips the hook, the last micro-batch runs it."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ddp_script = importlib.import_module("gpt_ddp")
+    cfg = gpt.Config(layers=1, block=16)
+    model = gpt.GPT(cfg).double()
+    gpt.init_weights(model)
+    ddp, counter = DDP(model), {"calls": 0, "elements": 0}
+    ddp.register_comm_hook(counter, ddp_script.counting_hook)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = gpt.batch(gpt.corpus(10_000), 0, 6, cfg.block)
+    assert ddp_script.ddp_step(ddp, opt, x, y, 3, counter) == [0, 0, 1]
+    assert counter["elements"] == gpt.count_params(model), "each gradient once"

@@ -169,7 +169,9 @@ def init_weights(model: nn.Module, seed: int = 0) -> None:
         full = full.to(p.dtype)
         if hasattr(p, "device_mesh"):  # a DTensor: keep only this rank's shard of it
             from torch.distributed.tensor import distribute_tensor
-            full = distribute_tensor(full, p.device_mesh, p.placements)
+            # every rank drew the same tensor: each slices its own, nothing is sent
+            full = distribute_tensor(full, p.device_mesh, p.placements,
+                                     src_data_rank=None)
         p.copy_(full)
 
 

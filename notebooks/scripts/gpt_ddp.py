@@ -1,0 +1,157 @@
+"""DDP on gpt.py's transformer, with gradient accumulation under no_sync (notebook 15).
+
+    torchrun --standalone --nproc-per-node=2 gpt_ddp.py --out build/gpt_ddp.json
+
+In float64, every rank takes its chunk of each global batch, runs `--accum`
+micro-batches (all but the last under `no_sync()`, each loss divided by the count) and
+steps; a hook counts what DDP all-reduces in each micro-batch. Rank 0 also trains one
+process on the whole global batch, and compares the weights. Then the same in float32,
+timed: tokens per second for DDP and for one process alone.
+"""
+
+
+import argparse
+import atexit
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from gpt import GPT, Config, batch, corpus, init_weights, loss_fn, max_diff
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def setup(device: str = "auto") -> torch.device:
+    """Join the process group torchrun describes; return this rank's device."""
+    if "LOCAL_RANK" not in os.environ:
+        raise SystemExit(f"start me with torchrun, e.g. torchrun --standalone "
+                         f"--nproc-per-node=2 {os.path.basename(sys.argv[0])}")
+    local_rank = int(os.environ["LOCAL_RANK"])  # this process's index on its machine
+    local_world = int(os.environ["LOCAL_WORLD_SIZE"])  # processes on this machine
+    if device == "auto":  # a GPU for every process on this machine, or none
+        device = "cuda" if torch.cuda.device_count() >= local_world else "cpu"
+    if device == "cuda":
+        if local_rank >= torch.cuda.device_count():
+            raise SystemExit(f"local rank {local_rank} has no GPU of its own: "
+                             f"{torch.cuda.device_count()} visible on this machine")
+        dev = torch.device("cuda", local_rank)
+        torch.cuda.set_device(dev)
+        dist.init_process_group("nccl", device_id=dev)  # binds the group to this GPU
+        return dev
+    dist.init_process_group("gloo")
+    atexit.register(time.sleep, 0.2)  # workaround: gloo's threads finish freeing
+    return torch.device("cpu")
+
+
+def counting_hook(state: dict,
+                  bucket: dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+    """All-reduce a bucket as DDP does by default, and count it.
+
+    DDP checks both annotations, so this file has no `from __future__ import
+    annotations` (it would turn them into strings).
+    """
+    state["calls"] += 1
+    state["elements"] += bucket.buffer().numel()
+    return default_hooks.allreduce_hook(None, bucket)  # average over the ranks
+
+
+def ddp_step(model: DDP, opt, x, y, accum: int, counter: dict) -> list[int]:
+    """Run one optimizer step of `accum` micro-batches; return all-reduces per each."""
+    calls = []
+    for i, (xm, ym) in enumerate(zip(x.chunk(accum), y.chunk(accum), strict=True)):
+        before = counter["calls"]
+        last = i == accum - 1
+        with contextlib.nullcontext() if last else model.no_sync():  # NEW: skip the sum
+            (loss_fn(model(xm), ym) / accum).backward()  # NEW: / accum, so grads add up
+        calls.append(counter["calls"] - before)  # to the global batch's mean
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return calls
+
+
+def single_step(model, opt, x, y) -> None:
+    loss_fn(model(x), y).backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+def build(cfg: Config, dtype: torch.dtype, device: torch.device):
+    model = GPT(cfg).to(device=device, dtype=dtype)
+    init_weights(model, seed=0)  # the same weights on every rank and layout
+    return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
+
+
+def run(cfg: Config, args, dtype: torch.dtype, device: torch.device, steps: int,
+        data: torch.Tensor) -> dict:
+    rank, world = dist.get_rank(), dist.get_world_size()
+    model, opt = build(cfg, dtype, device)
+    ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+    counter = {"calls": 0, "elements": 0}
+    ddp.register_comm_hook(counter, counting_hook)
+    calls, elements, seconds = [], [], []
+    for step in range(steps):
+        x, y = (t.chunk(world)[rank].to(device)  # this rank's rows of the global batch
+                for t in batch(data, step, args.batch_size, cfg.block))
+        counter["elements"] = 0
+        start = time.perf_counter()
+        calls.append(ddp_step(ddp, opt, x, y, args.accum, counter))
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        seconds.append(time.perf_counter() - start)
+        elements.append(counter["elements"])
+    by_rank = [None] * world
+    dist.all_gather_object(by_rank, seconds)  # every rank's step times, to rank 0
+    out = {"allreduce_calls": calls, "elements_reduced": elements, "step_s": by_rank}
+    if rank == 0:  # one process, the whole global batch at once, no accumulation
+        single, opt1 = build(cfg, dtype, device)
+        single_s = []
+        for step in range(steps):
+            x, y = (t.to(device) for t in batch(data, step, args.batch_size, cfg.block))
+            start = time.perf_counter()
+            single_step(single, opt1, x, y)
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            single_s.append(time.perf_counter() - start)
+        out |= {"max_diff_single": max_diff(model, single), "single_step_s": single_s}
+    dist.barrier()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("build/gpt_ddp.json"))
+    parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    parser.add_argument("--batch-size", type=int, default=8, help="the global batch")
+    parser.add_argument("--accum", type=int, default=2, help="micro-batches per step")
+    parser.add_argument("--steps", type=int, default=3, help="float64 steps compared")
+    parser.add_argument("--timed-steps", type=int, default=8, help="float32 steps")
+    parser.add_argument("--dim", type=int, default=Config.dim)
+    parser.add_argument("--layers", type=int, default=Config.layers)
+    args = parser.parse_args()
+    device = setup(args.device)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if args.batch_size % (world * args.accum):
+        raise SystemExit(f"--batch-size {args.batch_size} must split into {world} "
+                         f"ranks x {args.accum} micro-batches")
+    cfg, data = Config(dim=args.dim, layers=args.layers), corpus()
+    result = {"world": world, "device": device.type, "backend": dist.get_backend(),
+              "accum": args.accum, "batch_size": args.batch_size, "block": cfg.block}
+    result["float64"] = run(cfg, args, torch.float64, device, args.steps, data)
+    result["float32"] = run(cfg, args, torch.float32, device, args.timed_steps, data)
+    if rank == 0:
+        diff = result["float64"]["max_diff_single"]
+        print(f"{world} ranks, {dist.get_backend()} on {device.type}: DDP with "
+              f"{args.accum} micro-batches vs one process: float64 max |diff| "
+              f"{diff:.1e}")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(result))
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
