@@ -1,0 +1,159 @@
+"""FSDP2 on gpt.py's transformer as large runs do it; gpt_mesh.py runs it on 2 ranks.
+
+Build on the `meta` device (no memory), `fully_shard` each block then the root,
+`to_empty` on the real device, then `gpt.init_weights`: no rank ever holds the whole
+model. This file holds that recipe (`build`), a counter of collectives (`Traffic`), a
+training loop, and two lessons: `lessons` (a bf16 `MixedPrecisionPolicy`, gradient
+accumulation with `set_requires_gradient_sync`, `reshard_after_forward` True vs False,
+the bytes per rank they leave) and `strategies` (one process, DDP and FSDP2: the same
+weights in float64, then time, traffic and bytes in float32).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from contextlib import nullcontext
+
+import gpt
+import torch
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils._python_dispatch import TorchDispatchMode
+
+BATCH, BLOCK, LR = 8, gpt.Config().block, 1e-3  # the global batch: 8 rows of 64 tokens
+
+
+def build(cfg, dtype, device, mesh, parallelize=None, seed=0, **options) -> nn.Module:
+    """Build the model on `meta`, shard it (FSDP2, after `parallelize`), then init."""
+    with torch.device("meta"):  # NEW: shapes only, no memory
+        model = gpt.GPT(cfg).to(dtype)
+    if parallelize is not None:  # tensor parallelism first (gpt_mesh.py)
+        parallelize(model)
+    for block in model.blocks:  # NEW: one all-gather per block, just in time
+        fully_shard(block, mesh=mesh, **options)
+    fully_shard(model, mesh=mesh, **options)  # NEW: the embedding, head and norm
+    model.to_empty(device=device)  # NEW: real memory for this rank's shards only
+    gpt.init_weights(model, seed)  # NEW: one full parameter at a time, then sliced
+    return model
+
+
+class Traffic(TorchDispatchMode):
+    """Count the collectives run inside it, and their payload bytes."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls, self.bytes = {}, {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = func.__name__.split(".")[0].strip("_")  # e.g. allgather_base
+        if func.namespace in ("c10d", "_c10d_functional") and "wait" not in name:
+            sizes = [t.numel() * t.element_size() for t in torch.utils._pytree
+                     .tree_leaves((args, out)) if isinstance(t, torch.Tensor)]
+            if not any(w in name for w in ("all", "reduce", "scatter", "broadcast")):
+                return out  # not a collective: a DTensor's own bookkeeping
+            self.calls[name] = self.calls.get(name, 0) + 1  # the gathered or summed
+            self.bytes[name] = self.bytes.get(name, 0) + max(sizes, default=0)  # size
+        return out
+
+
+def local_bytes(tensors) -> int:
+    """Return the bytes this rank stores for `tensors` (its shard of a DTensor)."""
+    parts = [t.to_local() if hasattr(t, "to_local") else t for t in tensors]
+    return sum(t.numel() * t.element_size() for t in parts)
+
+
+def state_bytes(model: nn.Module, opt) -> dict[str, int]:
+    """Return this rank's bytes of parameters, gradients and Adam state."""
+    params = list(model.parameters())
+    state = [v for s in opt.state.values() for k, v in s.items() if k != "step"]
+    return {"params": local_bytes(params),
+            "grads": local_bytes(p.grad for p in params if p.grad is not None),
+            "optimizer": local_bytes(state)}
+
+
+def train(model, opt, data, steps: int, first: int = 0, dp=(0, 1), micro: int = 1,
+          loss_context=nullcontext, times: list | None = None) -> None:
+    """Train `steps` steps from step `first`; this data-parallel rank takes its rows."""
+    for step in range(first, first + steps):
+        x, y = (t.chunk(dp[1])[dp[0]] for t in gpt.batch(data, step, BATCH, BLOCK))
+        opt.zero_grad(set_to_none=True)  # at the start: a step leaves its gradients
+        t0 = time.perf_counter()
+        for i, (xm, ym) in enumerate(zip(x.chunk(micro), y.chunk(micro), strict=True)):
+            if hasattr(model, "set_requires_gradient_sync"):  # NEW: FSDP2's no_sync
+                model.set_requires_gradient_sync(i == micro - 1)  # reduce on the last
+            with loss_context():
+                (gpt.loss_fn(model(xm), ym) / micro).backward()
+        opt.step()
+        if times is not None:
+            times.append(time.perf_counter() - t0)
+
+
+def adam(model: nn.Module) -> torch.optim.Optimizer:
+    return torch.optim.Adam(model.parameters(), lr=LR)
+
+
+def lessons(cfg, data, device, mesh, rank, world, steps) -> dict:
+    """§2-§4 and §7 of notebook 16: mixed precision, accumulation, resharding, bytes."""
+    res, f64 = {}, torch.float64
+    bf16 = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    model = build(cfg, torch.float32, device, mesh, mp_policy=bf16)  # NEW
+    seen = []
+    model.blocks[0].mlp.fc.register_forward_pre_hook(
+        lambda m, a: seen.append((str(m.weight.dtype), str(a[0].dtype))))
+    opt = adam(model)
+    train(model, opt, data, 1, dp=(rank, world))
+    res["mixed"] = {"forward": seen[0], "param": str(next(model.parameters()).dtype),
+                    "adam": sorted({str(v.dtype) for s in opt.state.values()
+                                    for k, v in s.items() if k != "step"})}
+    for micro in (1, 4):  # §3: the same global batch, in 1 or 4 micro-batches
+        model = build(cfg, f64, device, mesh)
+        opt = adam(model)
+        with Traffic() as traffic:
+            train(model, opt, data, steps, dp=(rank, world), micro=micro)
+        res[f"accumulate{micro}"] = {"params": gpt.full_params(model),
+                                     "calls": traffic.calls}
+    for keep in (True, False):  # §4: ZeRO-3, or the full weights kept for backward
+        model = build(cfg, torch.float32, device, mesh, reshard_after_forward=keep)
+        opt = adam(model)
+        x, y = (t.chunk(world)[rank] for t in gpt.batch(data, 0, BATCH, cfg.block))
+        logits = model(x)
+        held = local_bytes(model.parameters())  # between forward and backward
+        gpt.loss_fn(logits, y).backward()
+        opt.step()  # §7: the bytes a step leaves on this rank
+        res[f"reshard{keep}"] = {"held": held, **state_bytes(model, opt)}
+    return res
+
+
+def strategies(cfg, data, device, mesh, rank, world, steps, timed) -> dict:
+    """§8: one process, DDP and FSDP2: weights in float64; time, traffic in float32."""
+    res, group = {}, mesh.get_group()
+
+    def plain(dtype):
+        model = gpt.GPT(cfg).to(device=device, dtype=dtype)
+        gpt.init_weights(model)
+        return model
+
+    ids = [device.index] if device.type == "cuda" else None
+    make = {"ddp": lambda dt: DDP(plain(dt), process_group=group, device_ids=ids),
+            "fsdp": lambda dt: build(cfg, dt, device, mesh)}
+    if rank == 0:
+        make["single"] = plain
+    for name, fn in make.items():
+        dp = (0, 1) if name == "single" else (rank, world)
+        model = fn(torch.float64)
+        train(model, adam(model), data, steps, dp=dp)
+        res[name] = {"params": gpt.full_params(getattr(model, "module", model))}
+        model, times = fn(torch.float32), []
+        opt = adam(model)
+        with Traffic() as traffic:
+            train(model, opt, data, 1, dp=dp)
+        train(model, opt, data, timed, first=1, dp=dp, times=times)
+        res[name] |= {"step_s": statistics.median(times), "samples": times,
+                      "traffic": traffic.bytes, "bytes": state_bytes(model, opt)}
+        if name != "single":
+            dist.barrier(group)
+    return res
