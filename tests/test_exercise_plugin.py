@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -14,32 +15,47 @@ pytest.importorskip("nbval", reason="no nbval: the plugin runs inside nbval")
 
 from conftest import ROOT  # noqa: E402
 
+# The plugin and check() on a toy 2 + 2: nothing that depends on torch's version.
+pytestmark = pytest.mark.tooling
 EXERCISE = "answer = ...  # 2 + 2\ncheck(answer, 4)"
+# One run of two toy notebooks: one wrong answer the check rejects, one it accepts.
+WRONG = {"98_rejected": "answer = 5", "99_accepted": "answer = 4"}
+# pytest -v's lines: "99_accepted.ipynb::Cell 1 ... FAILED" (nbval's own cells show
+# "99_accepted::ipynb::Cell 1").
+RESULT = re.compile(r"^(\d\d_\w+)(?:\.|::)ipynb::(.*?) (PASSED|FAILED|ERROR)\b", re.M)
 
 
-def _run(tmp_path, wrong: list[str]) -> subprocess.CompletedProcess:
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("from helpers import check"),
-        nbformat.v4.new_code_cell(EXERCISE, metadata={"tags": ["exercise"]})])
-    nbformat.write(nb, tmp_path / "99_toy.ipynb")
-    (tmp_path / "wrong").mkdir(exist_ok=True)
-    (tmp_path / "wrong" / "99_toy.py").write_text(f"WRONG = {{1: {wrong!r}}}\n")
-    env = {**os.environ, "COURSE_WRONG_ANSWERS": str(tmp_path / "wrong"),
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict[str, list]]:
+    tmp = tmp_path_factory.mktemp("plugin")
+    (tmp / "wrong").mkdir()
+    for stem, wrong in WRONG.items():
+        nb = nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_code_cell("from helpers import check"),
+            nbformat.v4.new_code_cell(EXERCISE, metadata={"tags": ["exercise"]})])
+        nbformat.write(nb, tmp / f"{stem}.ipynb")
+        (tmp / "wrong" / f"{stem}.py").write_text(f"WRONG = {{1: {[wrong]!r}}}\n")
+    env = {**os.environ, "COURSE_WRONG_ANSWERS": str(tmp / "wrong"),
            "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p",
          "tests.exercise_plugin", "--nbval-lax", "--nbval-current-env",
-         str(tmp_path / "99_toy.ipynb")],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+         *(f"{stem}.ipynb" for stem in WRONG)],
+        cwd=tmp, env=env, capture_output=True, text=True, timeout=120)
+    items = {stem: [] for stem in WRONG}
+    for stem, name, outcome in RESULT.findall(done.stdout):
+        items[stem].append((name, outcome))
+    return done, items
 
 
-def test_a_wrong_answer_that_gets_not_yet_passes(tmp_path):
-    run = _run(tmp_path, ["answer = 5"])
-    assert run.returncode == 0, run.stdout[-2000:]
-    assert "3 passed" in run.stdout, run.stdout[-2000:]
+def test_a_wrong_answer_that_gets_not_yet_passes(run):
+    done, items = run
+    assert len(items["98_rejected"]) == 3, done.stdout[-2000:]  # 2 cells, 1 answer
+    assert all(outcome == "PASSED" for _, outcome in items["98_rejected"]), items
 
 
-def test_a_wrong_answer_that_the_check_accepts_fails(tmp_path):
-    run = _run(tmp_path, ["answer = 4"])
-    assert "1 failed" in run.stdout, run.stdout[-2000:]
-    assert "did not say 'not yet'" in run.stdout, run.stdout[-2000:]
+def test_a_wrong_answer_that_the_check_accepts_fails(run):
+    done, items = run
+    assert items["99_accepted"] == [("Cell 0", "PASSED"), ("Cell 1", "PASSED"), (
+        "Cell 1 exercise 1 wrong answer 1", "FAILED")], done.stdout[-2000:]
+    assert "did not say 'not yet'" in done.stdout, done.stdout[-2000:]

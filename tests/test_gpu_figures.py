@@ -60,6 +60,7 @@ exit 3
 """
 
 
+@pytest.mark.tooling  # test_gpu.sh with a stand-in Python: no torch
 @pytest.mark.skipif(shutil.which("timeout") is None, reason="needs timeout")
 @pytest.mark.parametrize(("case", "limit", "said"), [
     ("def test_x():\n    pytest.skip('no GPU here')\n", 100,
@@ -83,6 +84,7 @@ def test_a_step_that_ran_nothing_or_timed_out_fails_loudly(tmp_path, case, limit
     assert "make test-gpu FAILED: 1 step(s)" in run.stderr
 
 
+@pytest.mark.tooling  # make -n: nothing runs
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_test_gpu_with_the_system_python_installs_nothing():
     run = subprocess.run(["make", "-n", "test-gpu", "PYTHON_ENV=system"], cwd=ROOT,

@@ -20,12 +20,14 @@ pytest.importorskip("nbval", reason="no nbval: this test runs a notebook under n
 import nbformat
 from conftest import NOTEBOOKS, SANITIZE
 
+pytestmark = pytest.mark.tooling  # nbval's comparison, whatever torch computes
 IGNORE_TAGS = {"nbval-ignore-output", "nbval-skip", "raises-exception"}
 # Words in a cell's code (import lines aside) that make its output machine-dependent.
 VOLATILE = re.compile(r"cuda|gpu|device|accelerator|mps|nvidia|smi|memory|time|bench|"
                       r"rand|seed|env_report|platform|getpid|environ|thread|cpu_count",
                       re.IGNORECASE)
 TRIES = 3
+BAD = {"FAILED", "ERROR"}
 
 
 def _is_text(out: nbformat.NotebookNode) -> bool:
@@ -74,17 +76,25 @@ def _tamper(out: nbformat.NotebookNode) -> None:
         out["data"]["text/plain"] = out["data"]["text/plain"] + " tampered"
 
 
-def _nbval(path) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "pytest", "--nbval", "--nbval-current-env",
+def _nbval(*paths) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "pytest", "-v", "--nbval", "--nbval-current-env",
            "--nbval-sanitize-with", str(SANITIZE), "-p", "no:cacheprovider",
-           "--rootdir", str(path.parent), str(path)]
+           "--rootdir", str(paths[0].parent), *map(str, paths)]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300,
-                          cwd=path.parent)
+                          cwd=paths[0].parent)
+
+
+def outcomes(stdout: str, stem: str) -> list[str]:
+    """Return each cell's outcome in `stem`.ipynb, from pytest -v's lines (nbval's
+    cells show as "stem::ipynb::Cell 3 PASSED")."""
+    line = rf"^{stem}(?:\.|::)ipynb::Cell \d+ (PASSED|FAILED|ERROR|SKIPPED)\b"
+    return re.findall(line, stdout, re.M)
 
 
 @pytest.fixture(scope="module")
-def prefix(tmp_path_factory):
-    """Notebook 01 cut after a portable checked output that passes here as stored."""
+def runs(tmp_path_factory):
+    """Notebook 01 cut after a portable checked output, as stored and tampered, in
+    one nbval run; the first cut whose untampered copy passes here."""
     nb = nbformat.read(NOTEBOOKS[0], as_version=4)
     tmp = tmp_path_factory.mktemp("nbval")
     found = candidates(nb)
@@ -92,11 +102,14 @@ def prefix(tmp_path_factory):
     reports = []
     for index in found[:TRIES]:
         cut = _cut(nb, index)
-        path = tmp / "untampered.ipynb"
-        nbformat.write(cut, path)
-        result = _nbval(path)
-        if result.returncode == 0:
-            return cut, tmp
+        tampered = nbformat.from_dict(cut)  # a deep copy
+        _tamper(next(filter(_is_text, tampered.cells[-1].outputs)))
+        nbformat.write(cut, tmp / "untampered.ipynb")
+        nbformat.write(tampered, tmp / "tampered.ipynb")
+        result = _nbval(tmp / "untampered.ipynb", tmp / "tampered.ipynb")
+        said = outcomes(result.stdout, "untampered")
+        if said and not BAD & set(said):
+            return cut, result
         reports.append(f"cell {index}:\n{result.stdout[-1500:]}")
     pytest.fail("strict nbval failed on every untampered copy:\n" + "\n".join(reports))
 
@@ -112,18 +125,19 @@ def test_candidates_skip_ignored_and_machine_dependent_cells():
     assert _cut(nb, 2).cells[0].metadata["tags"] == ["nbval-ignore-output"]
 
 
-def test_untampered_copy_passes(prefix):
-    nb, tmp = prefix
+def test_untampered_copy_passes(runs):
+    nb, result = runs
     assert _checked(nb.cells[-1])  # what the tampered copy changes is compared
+    code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
+    said = outcomes(result.stdout, "untampered")
+    assert len(said) == code_cells and said[-1] == "PASSED", result.stdout[-3000:]
 
 
-def test_tampered_output_fails(prefix):
-    nb, tmp = prefix
-    nb = nbformat.from_dict(nb)  # a deep copy
-    cell = nb.cells[-1]
-    _tamper(next(filter(_is_text, cell.outputs)))
-    path = tmp / "tampered.ipynb"
-    nbformat.write(nb, path)
-    result = _nbval(path)
+def test_tampered_output_fails(runs):
+    nb, result = runs
+    code_cells = sum(cell.cell_type == "code" for cell in nb.cells)
+    said = outcomes(result.stdout, "tampered")
+    assert len(said) == code_cells and said[-1] == "FAILED", result.stdout[-3000:]
+    assert not BAD & set(said[:-1]), result.stdout[-3000:]  # only the tampered one
     assert result.returncode == 1, result.stdout[-3000:]
     assert "tampered" in result.stdout and "1 failed" in result.stdout

@@ -25,6 +25,8 @@ from exercise_plugin import wrong_answers
 from tools import notebook_conventions as conv
 from tools.learner_time import markdown_words
 
+pytestmark = pytest.mark.tooling  # the notebook files only: no torch runs
+
 MAX_BYTES = 300_000
 MAX_WORDS = 1_800  # markdown words per notebook (issue 12), about 30 minutes
 LEAKS = [r"/root\b", r"/home/", r"/Users/", r"/work/", r"/tmp/", r"\.venv",

@@ -11,6 +11,7 @@ pytest.importorskip("nbformat", reason="no nbformat: the README's minutes are co
                     "from the notebooks with it")
 from tools.learner_time import learner_minutes
 
+pytestmark = pytest.mark.tooling  # the README and notebook files only: no torch
 ROW = re.compile(
     r"^\| (\d\d) \| \[[^\]]+\]\(notebooks/([^)]+\.ipynb)\) \|.*\| (\d+) min \|$")
 MAX_MINUTES = 35  # "about 30 minutes" a sitting (issue 12), after rounding to 5

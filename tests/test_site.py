@@ -33,7 +33,9 @@ NB_LINK = re.compile(r"\]\((\d\d_[\w-]+)\.ipynb(#[^)]*)?\)")
 IMAGES = ("image/png", "image/jpeg", "image/svg+xml")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours, which a page shows as colours
 # myst-parser still calls APIs that a later Sphinx removes; not the course's to fix.
-pytestmark = pytest.mark.filterwarnings("ignore::PendingDeprecationWarning:myst_parser")
+# Sphinx renders the stored outputs: no torch runs (make test-compat skips it).
+pytestmark = [pytest.mark.tooling, pytest.mark.filterwarnings(
+    "ignore::PendingDeprecationWarning:myst_parser")]
 
 
 class _Page(HTMLParser):
