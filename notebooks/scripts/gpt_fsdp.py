@@ -5,8 +5,8 @@ Build on the `meta` device (no memory), `fully_shard` each block then the root,
 model. This file holds that recipe (`build`), a counter of collectives (`Traffic`), a
 training loop, and two lessons: `lessons` (a bf16 `MixedPrecisionPolicy`, gradient
 accumulation with `set_requires_gradient_sync`, `reshard_after_forward` True vs False,
-the bytes per rank they leave) and `strategies` (one process, DDP and FSDP2: the same
-weights in float64, then time, traffic and bytes in float32).
+the bytes per rank they and DDP leave) and `strategies` (one process, DDP and FSDP2 in
+float64: the same weights, step times, collectives and bytes).
 """
 
 from __future__ import annotations
@@ -96,6 +96,20 @@ def adam(model: nn.Module) -> torch.optim.Optimizer:
     return torch.optim.Adam(model.parameters(), lr=LR)
 
 
+def replica(cfg, dtype, device) -> gpt.GPT:
+    """Return the whole model, initialised: one process's, or a DDP replica."""
+    model = gpt.GPT(cfg).to(device=device, dtype=dtype)
+    gpt.init_weights(model)
+    return model
+
+
+def ddp(model: nn.Module, group) -> DDP:
+    """Wrap `model` in DDP; its gradients are its buckets, so bytes count it all."""
+    ids = [model.tok.weight.device.index] if model.tok.weight.is_cuda else None
+    return DDP(model, process_group=group, device_ids=ids,
+               gradient_as_bucket_view=True)
+
+
 def lessons(cfg, data, device, mesh, rank, world, steps) -> dict:
     """§2-§4 and §7 of notebook 16: mixed precision, accumulation, resharding, bytes."""
     res, f64 = {}, torch.float64
@@ -121,39 +135,36 @@ def lessons(cfg, data, device, mesh, rank, world, steps) -> dict:
         opt = adam(model)
         x, y = (t.chunk(world)[rank] for t in gpt.batch(data, 0, BATCH, cfg.block))
         logits = model(x)
-        held = local_bytes(model.parameters())  # between forward and backward
-        gpt.loss_fn(logits, y).backward()
+        held = local_bytes(model.parameters())  # registered between forward, backward
+        with Traffic() as backward:
+            gpt.loss_fn(logits, y).backward()
         opt.step()  # §7: the bytes a step leaves on this rank
-        res[f"reshard{keep}"] = {"held": held, **state_bytes(model, opt)}
+        res[f"reshard{keep}"] = {"held": held, "backward": backward.calls,
+                                 **state_bytes(model, opt)}
+    model = ddp(replica(cfg, torch.float32, device), mesh.get_group())  # §7: DDP
+    opt = adam(model)
+    train(model, opt, data, 1, dp=(rank, world))
+    res["ddp"] = state_bytes(model, opt)
     return res
 
 
-def strategies(cfg, data, device, mesh, rank, world, steps, timed) -> dict:
-    """§8: one process, DDP and FSDP2: weights in float64; time, traffic in float32."""
-    res, group = {}, mesh.get_group()
-
-    def plain(dtype):
-        model = gpt.GPT(cfg).to(device=device, dtype=dtype)
-        gpt.init_weights(model)
-        return model
-
-    ids = [device.index] if device.type == "cuda" else None
-    make = {"ddp": lambda dt: DDP(plain(dt), process_group=group, device_ids=ids),
-            "fsdp": lambda dt: build(cfg, dt, device, mesh)}
+def strategies(cfg, data, device, mesh, rank, world, steps) -> dict:
+    """§8: one process, DDP, FSDP2 in float64: weights, step times, traffic, bytes."""
+    res, group, f64 = {}, mesh.get_group(), torch.float64
+    make = {"ddp": lambda: ddp(replica(cfg, f64, device), group),
+            "fsdp": lambda: build(cfg, f64, device, mesh)}
     if rank == 0:
-        make["single"] = plain
+        make["single"] = lambda: replica(cfg, f64, device)
     for name, fn in make.items():
         dp = (0, 1) if name == "single" else (rank, world)
-        model = fn(torch.float64)
-        train(model, adam(model), data, steps, dp=dp)
-        res[name] = {"params": gpt.full_params(getattr(model, "module", model))}
-        model, times = fn(torch.float32), []
+        model, times = fn(), []
         opt = adam(model)
-        with Traffic() as traffic:
+        with Traffic() as traffic:  # the first step: counted, and a warm-up
             train(model, opt, data, 1, dp=dp)
-        train(model, opt, data, timed, first=1, dp=dp, times=times)
-        res[name] |= {"step_s": statistics.median(times), "samples": times,
-                      "traffic": traffic.bytes, "bytes": state_bytes(model, opt)}
+        train(model, opt, data, steps - 1, first=1, dp=dp, times=times)
+        res[name] = {"params": gpt.full_params(getattr(model, "module", model)),
+                     "step_s": statistics.median(times), "samples": times,
+                     "traffic": traffic.bytes, "bytes": state_bytes(model, opt)}
         if name != "single":
             dist.barrier(group)
     return res

@@ -9,7 +9,7 @@ model, then shards). Then a 2-D mesh ("dp", "tp"): Megatron's split inside each 
 sequence parallelism for the norms, the embedding and head split over the vocabulary
 so that `loss_parallel` takes the cross-entropy of sharded logits, then FSDP2 over
 "dp". It trains in float64 beside one process, saves model and Adam state with DCP at
-step --steps, trains --more steps, and times float32 steps: OUT/mesh_r{rank}.pt. Then
+step --steps (timing all but the first), trains --more steps: OUT/mesh_r{rank}.pt. Then
 ranks 0 and 1 run gpt_fsdp.py's lessons and resume the checkpoint on their own layout
 (gpt_resume.py): OUT/fsdp_r{rank}.pt. Needs gpt.py, gpt_fsdp.py and gpt_resume.py.
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import logging
 import os
 import statistics
 import sys
@@ -144,10 +145,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", required=True, help="folder for the results")
     p.add_argument("--steps", type=int, default=3, help="steps before the save")
     p.add_argument("--more", type=int, default=2, help="steps after the save")
-    p.add_argument("--timed", type=int, default=5, help="timed float32 steps")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
     args = p.parse_args(argv)
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+    # quiet: gathering a 2-D DTensor whole (full_tensor) takes 2 steps, said each time
+    logging.getLogger("torch.distributed.tensor._redistribute").setLevel(logging.ERROR)
     device = setup(args.device)
     rank, out = dist.get_rank(), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -165,7 +167,14 @@ def main(argv: list[str] | None = None) -> None:
     res["placements"] = {n: [str(pl) for pl in q.placements]
                          for n, q in model.named_parameters()}
     res["local"] = local_bytes(model.parameters())
-    train(model, opt, data, k, dp=dp, loss_context=loss_parallel)  # NEW: vocab-split
+    times = []
+    with Traffic() as traffic:  # the first step: counted, and a warm-up
+        train(model, opt, data, 1, dp=dp, loss_context=loss_parallel)  # NEW
+    train(model, opt, data, k - 1, first=1, dp=dp, loss_context=loss_parallel,
+          times=times)
+    res["mesh"] = {"step_s": statistics.median(times), "samples": times,
+                   "traffic": traffic.bytes, "calls": traffic.calls,
+                   "bytes": state_bytes(model, opt)}
     res["mesh_k"] = gpt.full_params(model)
     msd, osd = get_state_dict(model, opt)  # NEW: this rank's shards, by name
     dcp.save({"model": msd, "optim": osd}, checkpoint_id=out / "ckpt")  # NEW
@@ -175,15 +184,6 @@ def main(argv: list[str] | None = None) -> None:
         torch.save(full, out / "handover.pt")
     train(model, opt, data, args.more, first=k, dp=dp, loss_context=loss_parallel)
     res["mesh_km"] = gpt.full_params(model)
-    model, times = mesh_model(torch.float32), []
-    opt = adam(model)
-    with Traffic() as traffic:
-        train(model, opt, data, 1, dp=dp, loss_context=loss_parallel)
-    train(model, opt, data, args.timed, first=1, dp=dp, loss_context=loss_parallel,
-          times=times)
-    res["mesh"] = {"step_s": statistics.median(times), "samples": times,
-                   "traffic": traffic.bytes, "calls": traffic.calls,
-                   "bytes": state_bytes(model, opt)}
     if rank == 0:  # the reference: one process, the whole batch, the same steps
         single = gpt.GPT(cfg).to(device=device, dtype=torch.float64)
         gpt.init_weights(single)
@@ -199,8 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     if rank < 2:
         pair = DeviceMesh.from_group(group, device.type)
         two = {**lessons(cfg, data, device, pair, rank, 2, k),
-               "strategies": strategies(cfg, data, device, pair, rank, 2, k,
-                                        args.timed),
+               "strategies": strategies(cfg, data, device, pair, rank, 2, k),
                "resume": resume(cfg, data, device, pair, (rank, 2), out / "ckpt", k,
                                 args.more)}
         torch.save(two, out / f"fsdp_r{rank}.pt")
