@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import socket
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -21,12 +22,17 @@ if str(ROOT) not in sys.path:  # lets tests import tools/ without installing it
     sys.path.insert(0, str(ROOT))
 
 
+def free_port() -> int:
+    """Return a TCP port that is free on this machine now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @pytest.fixture
 def group():
     """A one-process gloo group in this process, left again afterwards."""
     import torch.distributed as dist
-
-    from helpers.launch import free_port
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}",
                             rank=0, world_size=1)

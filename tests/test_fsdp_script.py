@@ -4,14 +4,13 @@ real launch."""
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import warnings
 
 import pytest
 import torch
 import torch.distributed.checkpoint as dcp
-from conftest import NOTEBOOK_DIR, foreign_imports, load_script
+from conftest import NOTEBOOK_DIR, foreign_imports, free_port, load_script
 
 from helpers.launch import torchrun
 
@@ -24,13 +23,6 @@ TOLERANCE = MODEL.TOLERANCE  # float64: the notebook asserts the same constants
 TP_TOLERANCE = load_script(SCRIPT.with_name("tp_mlp.py")).TOLERANCE
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Linux")
-
-
-def free_port() -> int:
-    """Return a TCP port that is free on this machine now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

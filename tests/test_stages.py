@@ -35,6 +35,17 @@ linux_only = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Lin
 two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
 
 
+_BUILT: dict[str, nn.Module] = {}
+
+
+def _resnet(norm: str = "batch") -> nn.Module:
+    """A fresh copy of make_resnet(norm=norm): building one (torchvision's resnet18,
+    layer4 and all) costs far more than copying it."""
+    if norm not in _BUILT:
+        _BUILT[norm] = make_resnet(norm=norm)
+    return copy.deepcopy(_BUILT[norm])
+
+
 def _batch(n: int = 6, image: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
     torch.manual_seed(1)
     return torch.randn(n, 3, image, image), torch.randint(0, 10, (n,))
@@ -55,14 +66,14 @@ def test_make_resnet_is_seeded_and_has_no_layer4():
 
 
 def test_make_resnet_norms():
-    kinds = {type(m) for m in make_resnet(norm="group").modules()}
+    kinds = {type(m) for m in _resnet("group").modules()}
     assert nn.GroupNorm in kinds and nn.BatchNorm2d not in kinds
     with pytest.raises(ValueError, match="norm must be"):
         make_resnet(norm="layer")
 
 
 def test_split_stages_share_modules_and_compose_to_the_model():
-    model = make_resnet(norm="group")
+    model = _resnet("group")
     stage1, stage2 = split_stages(model)
     assert stage1[0] is model.conv1 and stage2[-1] is model.fc
     n_params = sum(1 for _ in stage1.parameters()) + sum(1 for _ in stage2.parameters())
@@ -74,13 +85,13 @@ def test_split_stages_share_modules_and_compose_to_the_model():
 @pytest.mark.parametrize("image", [16, 33, 64])
 def test_script_cut_shape_matches_torchvisions_stage1(image):
     # notebook 12 uses the scripts' cut_shape for the torchvision model's cut too
-    stage1, _ = split_stages(make_resnet())
+    stage1, _ = split_stages(_resnet())
     assert stage1(torch.zeros(2, 3, image, image)).shape[1:] == (
         script_stages.cut_shape(image))
 
 
 def test_two_stage_model_equals_the_whole_model():
-    whole = make_resnet()
+    whole = _resnet()
     split = TwoStageResNet(copy.deepcopy(whole), "cpu", "cpu")
     x, y = _batch()
     torch.testing.assert_close(split(x), whole(x))
@@ -89,7 +100,7 @@ def test_two_stage_model_equals_the_whole_model():
 
 @pytest.mark.parametrize("split_size", [1, 4, 6])
 def test_pipelined_model_equals_the_whole_model(split_size):
-    whole = make_resnet(norm="group")
+    whole = _resnet("group")
     piped = PipelinedResNet(copy.deepcopy(whole), "cpu", "cpu", split_size=split_size)
     x, y = _batch()  # 6 images: split sizes 4 leaves an uneven last micro-batch
     torch.testing.assert_close(piped(x), whole(x), rtol=1e-4, atol=1e-5)
@@ -97,7 +108,7 @@ def test_pipelined_model_equals_the_whole_model(split_size):
 
 
 def test_pipelining_changes_batchnorm_outputs():
-    whole = make_resnet(norm="batch")
+    whole = _resnet("batch")
     piped = PipelinedResNet(copy.deepcopy(whole), "cpu", "cpu", split_size=2)
     x, _ = _batch()
     assert not torch.allclose(piped(x), whole(x), atol=1e-3)
@@ -106,7 +117,7 @@ def test_pipelining_changes_batchnorm_outputs():
 @two_gpus
 def test_two_stage_model_on_two_gpus():
     # float64: in float32, TF32 convolutions and per-shape cuDNN algorithms differ
-    whole = make_resnet(norm="group").double()
+    whole = _resnet("group").double()
     split = PipelinedResNet(copy.deepcopy(whole), "cuda:0", "cuda:1", split_size=2)
     x, _ = _batch()
     out = split(x.double())
@@ -212,7 +223,7 @@ def test_script_cut_shape_matches_its_stage1(image):
 
 def test_script_model_has_our_resnet14_shapes():
     got = [p.shape for stage in script_stages.make_stages() for p in stage.parameters()]
-    assert got == [p.shape for p in make_resnet(norm="group").parameters()]
+    assert got == [p.shape for p in _resnet("group").parameters()]
 
 
 def test_script_stage_parser_has_the_shared_options(monkeypatch):
