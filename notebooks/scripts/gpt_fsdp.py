@@ -5,8 +5,8 @@ Build on the `meta` device (no memory), `fully_shard` each block then the root,
 model. This file holds that recipe (`build`), a counter of collectives (`Traffic`), a
 training loop, and two lessons: `lessons` (a bf16 `MixedPrecisionPolicy`, gradient
 accumulation with `set_requires_gradient_sync`, `reshard_after_forward` True vs False,
-the bytes per rank they and DDP leave) and `strategies` (one process, DDP and FSDP2 in
-float64: the same weights, step times, collectives and bytes).
+the bytes per rank they and DDP leave) and `strategies` (DDP and FSDP2 in float64:
+the weights, step times, collectives and bytes).
 """
 
 from __future__ import annotations
@@ -149,14 +149,12 @@ def lessons(cfg, data, device, mesh, rank, world, steps) -> dict:
 
 
 def strategies(cfg, data, device, mesh, rank, world, steps) -> dict:
-    """§8: one process, DDP, FSDP2 in float64: weights, step times, traffic, bytes."""
+    """§8: DDP and FSDP2 in float64: the weights, step times, traffic and bytes."""
     res, group, f64 = {}, mesh.get_group(), torch.float64
     make = {"ddp": lambda: ddp(replica(cfg, f64, device), group),
             "fsdp": lambda: build(cfg, f64, device, mesh)}
-    if rank == 0:
-        make["single"] = lambda: replica(cfg, f64, device)
     for name, fn in make.items():
-        dp = (0, 1) if name == "single" else (rank, world)
+        dp = (rank, world)
         model, times = fn(), []
         opt = adam(model)
         with Traffic() as traffic:  # the first step: counted, and a warm-up
@@ -165,6 +163,5 @@ def strategies(cfg, data, device, mesh, rank, world, steps) -> dict:
         res[name] = {"params": gpt.full_params(getattr(model, "module", model)),
                      "step_s": statistics.median(times), "samples": times,
                      "traffic": traffic.bytes, "bytes": state_bytes(model, opt)}
-        if name != "single":
-            dist.barrier(group)
+        dist.barrier(group)
     return res

@@ -8,10 +8,11 @@ model, then shards). Then a 2-D mesh ("dp", "tp"): Megatron's split inside each 
 (ColwiseParallel for q, k, v and mlp.fc, RowwiseParallel for attn.proj and mlp.proj),
 sequence parallelism for the norms, the embedding and head split over the vocabulary
 so that `loss_parallel` takes the cross-entropy of sharded logits, then FSDP2 over
-"dp". It trains in float64 beside one process, saves model and Adam state with DCP at
-step --steps (timing all but the first), trains --more steps: OUT/mesh_r{rank}.pt. Then
-ranks 0 and 1 run gpt_fsdp.py's lessons and resume the checkpoint on their own layout
-(gpt_resume.py): OUT/fsdp_r{rank}.pt. Needs gpt.py, gpt_fsdp.py and gpt_resume.py.
+"dp". It trains in float64, saves model and Adam state with DCP at step --steps
+(timing all but the first) and trains --more steps: OUT/mesh_r{rank}.pt. Then ranks 0
+and 1 run gpt_fsdp.py's lessons and resume the checkpoint on their own layout
+(gpt_resume.py), OUT/fsdp_r{rank}.pt, while rank 2 trains one process alone. Needs
+gpt.py, gpt_fsdp.py and gpt_resume.py.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from gpt_fsdp import (
     build,
     lessons,
     local_bytes,
+    replica,
     state_bytes,
     strategies,
     train,
@@ -114,7 +116,7 @@ def peak_bytes(fn, device) -> int:
             fn()
     finally:
         os.dup2(saved, 2)
-    now = top = 0  # allocations are positive events, frees negative
+    now = top = 0  # allocations are positive events, frees negative, in order
     events = [e for e in prof.profiler.kineto_results.events()
               if e.name() == "[memory]"]
     for e in sorted(events, key=lambda e: e.start_ns()):
@@ -138,6 +140,19 @@ def build_memory(device, mesh) -> dict:
     meta = peak_bytes(lambda: build(cfg, torch.float32, device, mesh), device)
     return {"full": full, "meta": meta, "naive": peak_bytes(naive, device),
             "largest": max(p.numel() for p in gpt.GPT(cfg).parameters()) * 4}
+
+
+def one_process(cfg, data, device, k: int, m: int) -> dict:
+    """The reference: the whole model, the whole batch, k + m steps in one process."""
+    model, times = replica(cfg, torch.float64, device), []
+    opt = adam(model)
+    train(model, opt, data, 1)  # a warm-up, untimed like the others' counted step
+    train(model, opt, data, k - 1, first=1, times=times)
+    res = {"single_k": gpt.full_params(model)}
+    train(model, opt, data, m, first=k)
+    return res | {"single_km": gpt.full_params(model), "single": {
+        "step_s": statistics.median(times), "samples": times, "traffic": {},
+        "bytes": state_bytes(model, opt)}}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -184,17 +199,6 @@ def main(argv: list[str] | None = None) -> None:
         torch.save(full, out / "handover.pt")
     train(model, opt, data, args.more, first=k, dp=dp, loss_context=loss_parallel)
     res["mesh_km"] = gpt.full_params(model)
-    if rank == 0:  # the reference: one process, the whole batch, the same steps
-        single = gpt.GPT(cfg).to(device=device, dtype=torch.float64)
-        gpt.init_weights(single)
-        opt = adam(single)
-        train(single, opt, data, k)
-        res["single_k"] = gpt.full_params(single)
-        train(single, opt, data, args.more, first=k)
-        res["single_km"] = gpt.full_params(single)
-    if device.type == "cuda":  # the largest this GPU held, so far
-        res["max_memory_allocated"] = torch.cuda.max_memory_allocated(device)
-    torch.save(res, out / f"mesh_r{rank}.pt")
     group = dist.new_group([0, 1])  # another layout: FSDP2 alone, on ranks 0 and 1
     if rank < 2:
         pair = DeviceMesh.from_group(group, device.type)
@@ -203,6 +207,11 @@ def main(argv: list[str] | None = None) -> None:
                "resume": resume(cfg, data, device, pair, (rank, 2), out / "ckpt", k,
                                 args.more)}
         torch.save(two, out / f"fsdp_r{rank}.pt")
+    elif rank == 2:  # meanwhile, the reference
+        res |= one_process(cfg, data, device, k, args.more)
+    if device.type == "cuda":  # the largest this GPU held
+        res["max_memory_allocated"] = torch.cuda.max_memory_allocated(device)
+    torch.save(res, out / f"mesh_r{rank}.pt")
     print(f"rank {rank}: done, results in {out}")
     dist.barrier()  # ranks 2 and 3 wait here
     dist.destroy_process_group()

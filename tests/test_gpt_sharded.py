@@ -1,0 +1,100 @@
+"""Tests of notebook 16's scripts (gpt_fsdp.py, gpt_mesh.py, gpt_resume.py) in one
+process: a world of 1 runs the same code paths as the notebook's launch of 4, fast."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import pytest
+import torch
+import torch.distributed as dist
+from conftest import NOTEBOOK_DIR
+
+SCRIPTS = NOTEBOOK_DIR / "scripts"
+sys.path.insert(0, str(SCRIPTS))  # as torchrun does: the scripts import their siblings
+gpt, fsdp, mesh_script, resume_script = (importlib.import_module(name) for name in (
+    "gpt", "gpt_fsdp", "gpt_mesh", "gpt_resume"))  # one module each, as in a launch
+CFG = gpt.Config(layers=1, dim=32, heads=2)  # tiny: the same code paths, fast
+CPU = torch.device("cpu")
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="gloo tests on Linux")
+
+
+def one_rank_mesh(shape=(1,), names=None):
+    from torch.distributed.device_mesh import init_device_mesh
+    return init_device_mesh("cpu", shape, mesh_dim_names=names)
+
+
+def test_meta_build_has_the_replicas_weights_and_training(group):
+    model = fsdp.build(CFG, torch.float64, CPU, one_rank_mesh())
+    assert model.head.weight is model.tok.weight, "the tie did not survive to_empty"
+    assert all(hasattr(p, "device_mesh") for p in model.parameters()), "not sharded"
+    ref = fsdp.replica(CFG, torch.float64, CPU)
+    assert gpt.max_diff(model, ref) == 0, "init_weights depends on the layout"
+    data = gpt.corpus()
+    for m in (model, ref):
+        fsdp.train(m, fsdp.adam(m), data, 2, micro=2)
+    diff = gpt.max_diff(model, ref)
+    assert diff <= gpt.TOLERANCE, f"FSDP2 vs replica after 2 steps: {diff:.1e}"
+
+
+def test_traffic_counts_collectives_and_their_bytes(group):
+    x = torch.ones(10, dtype=torch.float64)
+    with fsdp.Traffic() as traffic:
+        dist.all_reduce(x)
+        x + 1  # not a collective
+    assert traffic.calls == {"allreduce": 1}, traffic.calls
+    assert traffic.bytes == {"allreduce": 80}, traffic.bytes
+
+
+def test_peak_bytes_sees_a_freed_allocation():
+    def fn():
+        x = torch.empty(2**18)  # 1 MiB of float32, freed on return
+        del x
+
+    peak = mesh_script.peak_bytes(fn, CPU)
+    assert 2**20 <= peak <= 2**20 + 2**16, f"peak {peak} B for a 1 MiB tensor"
+
+
+def test_mesh_placements_tie_and_weights_after_a_step(group):
+    from torch.distributed.tensor.parallel import loss_parallel
+    mesh = one_rank_mesh((1, 1), ("dp", "tp"))
+    model = fsdp.build(CFG, torch.float64, CPU, mesh["dp"], parallelize=lambda m:
+                       mesh_script.tensor_parallel(m, mesh["tp"]))
+    assert model.head.weight is model.tok.weight, "tensor_parallel must tie again"
+    placements = {n: [str(x) for x in p.placements] for n, p in
+                  model.named_parameters()}
+    assert placements["blocks.0.attn.proj.weight"][1] == "S(1)", placements
+    assert placements["blocks.0.mlp.fc.weight"][1] == "S(0)", placements
+    assert placements["norm.weight"][1] == "R", placements
+    ref = fsdp.replica(CFG, torch.float64, CPU)
+    data = gpt.corpus()
+    fsdp.train(model, fsdp.adam(model), data, 1, loss_context=loss_parallel)
+    fsdp.train(ref, fsdp.adam(ref), data, 1)
+    diff = gpt.max_diff(model, ref)
+    assert diff <= gpt.TOLERANCE, f"mesh vs replica after a step: {diff:.1e}"
+
+
+def test_resume_through_dcp_equals_the_full_state_handed_over(group, tmp_path):
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        get_state_dict,
+    )
+    data = gpt.corpus()
+    model = fsdp.build(CFG, torch.float64, CPU, one_rank_mesh((1, 1), ("dp", "tp"))
+                       ["dp"])
+    opt = fsdp.adam(model)
+    fsdp.train(model, opt, data, 2)
+    msd, osd = get_state_dict(model, opt)
+    dcp.save({"model": msd, "optim": osd}, checkpoint_id=tmp_path / "ckpt")
+    torch.save(get_state_dict(model, opt, options=StateDictOptions(
+        full_state_dict=True, cpu_offload=True)), tmp_path / "handover.pt")
+    fsdp.train(model, opt, data, 1, first=2)
+    res = resume_script.resume(CFG, data, CPU, one_rank_mesh(), (0, 1),
+                               tmp_path / "ckpt", 2, 1)
+    assert gpt.max_diff(res["dcp"], res["handover"]) == 0, "DCP changed the state"
+    assert gpt.max_diff(res["dcp"], model) <= gpt.TOLERANCE, "not the same run"
+    skipped = gpt.max_diff(res["dcp"], res["model_only"])
+    assert skipped > 1e-6, f"a fresh Adam changed only {skipped:.1e}"
