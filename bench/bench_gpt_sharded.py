@@ -1,0 +1,43 @@
+"""Notebook 16's exact claims, from one launch of notebooks/scripts/gpt_mesh.py on 4 CPU
+processes with 1 thread each (the notebook's own launch).
+
+- gpt_fsdp_tp_max_param_diff: the 2 x 2 FSDP2 x TP mesh vs one process after the same
+  float64 steps, largest weight difference (goal <= 1e-10).
+- gpt_meta_init_peak_ratio: the most bytes one rank held while building and
+  initialising Config(layers=8) on the meta device, over the whole model's bytes,
+  the largest over the 4 ranks (ideal about 0.25 plus one block).
+- gpt_resume_reshard_max_diff: the mesh's DCP checkpoint resumed as FSDP2 on 2 ranks vs
+  the same state handed over as full tensors, after the same float64 steps (0).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import torch
+
+from helpers.launch import torchrun
+
+SCRIPT = Path(__file__).resolve().parents[1] / "notebooks/scripts/gpt_mesh.py"
+KEYS = ("gpt_fsdp_tp_max_param_diff", "gpt_meta_init_peak_ratio",
+        "gpt_resume_reshard_max_diff")
+
+
+def run() -> dict[str, float]:
+    """Launch gpt_mesh.py once; return the three keys from its result files."""
+    if str(SCRIPT.parent) not in sys.path:
+        sys.path.insert(0, str(SCRIPT.parent))
+    import gpt  # the scripts' own comparison
+    with tempfile.TemporaryDirectory() as out:
+        torchrun(SCRIPT, "--out", out, "--device", "cpu", nproc=4, threads=1,
+                 echo=False, timeout=600)
+        mesh = [torch.load(Path(out) / f"mesh_r{r}.pt") for r in range(4)]
+        resumed = torch.load(Path(out) / "fsdp_r0.pt")["resume"]
+    peak = max(r["build"]["meta"] / r["build"]["full"] for r in mesh)
+    return {"gpt_fsdp_tp_max_param_diff": gpt.max_diff(mesh[0]["mesh_k"],
+                                                       mesh[2]["single_k"]),
+            "gpt_meta_init_peak_ratio": peak,
+            "gpt_resume_reshard_max_diff": gpt.max_diff(resumed["dcp"],
+                                                        resumed["handover"])}
