@@ -189,19 +189,26 @@ def _main_here(main, *argv) -> None:
             torch.backends.cudnn.allow_tf32 = tf32[1]
 
 
+RESUME, EVAL = SCRIPT.with_name("ddp_resume.py"), SCRIPT.with_name("ddp_eval.py")
+# --batch-size 32 does not split into 2 ranks x --accum 3 (no_sync): 2 x 3 x 5 = 30.
+# 240 samples: 120 per rank, 8 steps of 3 micro-batches of 5 per epoch, none left.
+TWO = ["--samples", "240", "--device", "cpu", "--accum", "3"]
+
+
 @pytest.fixture(scope="module")
 def two_ranks(tmp_path_factory):
-    """One 2-rank launch with --accum 2 (no_sync), read by two tests below."""
+    """One 2-rank launch of ddp_eval.py (ddp_train.py, then an evaluation), read by
+    the three tests below."""
     out = tmp_path_factory.mktemp("ddp")
-    two, _ = _train(out, "two", 2, "--device", "cpu", "--accum", "2")
-    return out, two
+    two, launch = _train(out, "two", 2, *TWO, "--val-samples", "101", script=EVAL)
+    return out, two, launch
 
 
 @linux_only
 def test_two_ranks_match_one_process_on_the_full_batch(ddp, two_ranks):
-    out, two = two_ranks
-    _main_here(ddp.main, *TINY, "--device", "cpu", "--dump", out / "one.pt",
-               "--checkpoint", out / "one_ckpt.pt")
+    out, two, _ = two_ranks
+    _main_here(ddp.main, *TINY, "--samples", "240", "--batch-size", "30", "--device",
+               "cpu", "--dump", out / "one.pt", "--checkpoint", out / "one_ckpt.pt")
     one = torch.load(out / "one.pt", weights_only=True)
     assert two["world_size"] == 2 and two["backend"] == "gloo"
     assert torch.equal(two["params"][0], two["params"][1]), "ranks drifted apart"
@@ -216,25 +223,17 @@ def test_two_ranks_match_one_process_on_the_full_batch(ddp, two_ranks):
 
 
 @linux_only
-def test_three_ranks_round_the_default_batch_and_evaluate_each_sample_once(tmp_path):
-    """The default --batch-size 64 does not divide by 3: the script rounds to 63 with
-    a note, never refuses; 101 new samples in shares of 34, 34 and 33, all-reduced
-    once. Small data and model: neither claim depends on their size."""
-    work = ["--samples", "252", "--image-size", "8", "--width", "4"]
-    res, launch = _train(tmp_path, "three", 3, "--val-samples", "101", work=work,
-                         script=SCRIPT.with_name("ddp_eval.py"))
-    assert res["world_size"] == 3
-    assert all(torch.equal(p, res["params"][0]) for p in res["params"]), "drifted"
+def test_a_batch_that_does_not_split_is_rounded_and_each_sample_evaluated_once(
+        two_ranks):
+    """The script rounds 32 to 30 with a note, never refuses; 101 new samples in
+    shares of 51 and 50, all-reduced once."""
+    _, res, launch = two_ranks
     note = [line for line in launch.lines(0) if line.startswith("note:")]
-    assert note and "using 63" in note[0], f"rank 0 printed {launch.lines(0)[:2]}"
-    # 252 samples: 84 per rank, 4 micro-batches of 21: 4 steps per epoch, 2 epochs,
-    # the first 2 steps not timed.
-    assert len(res["step_ms"]) == 2 * 4 - 2, len(res["step_ms"])
+    assert note and "using 30" in note[0], f"rank 0 printed {launch.lines(0)[:2]}"
+    # 8 steps per epoch, 2 epochs, the first 2 steps not timed.
+    assert len(res["step_ms"]) == 2 * 8 - 2, len(res["step_ms"])
     assert res["median_ms"] == statistics.median(res["step_ms"]), "not the median"
     assert res["val"][1] == 101 and 0 <= res["val"][0] <= 101, res["val"]
-
-
-RESUME = SCRIPT.with_name("ddp_resume.py")
 
 
 def test_fail_rank_crashes_at_step_two_of_its_epoch(tmp_path):
@@ -248,12 +247,12 @@ def test_fail_rank_crashes_at_step_two_of_its_epoch(tmp_path):
 
 @linux_only
 def test_a_rank_that_fails_once_resumes_to_the_same_weights(two_ranks):
-    """--fail-once under --max-restarts 1: as if nothing had failed (the same options
-    as the 2-rank run above, which is the run without a failure)."""
-    out, plain = two_ranks
-    resumed, result = _train(out, "resumed", 2, "--device", "cpu", "--accum", "2",
-                             "--fail-rank", "1", "--fail-epoch", "2", "--fail-once",
-                             script=RESUME, max_restarts=1)
+    """--fail-once under --max-restarts 1: as if nothing had failed (the 2-rank run
+    above trains the same, without a failure)."""
+    out, plain, _ = two_ranks
+    resumed, result = _train(out, "resumed", 2, *TWO, "--fail-rank", "1",
+                             "--fail-epoch", "2", "--fail-once", script=RESUME,
+                             max_restarts=1)
     assert any("simulated crash on rank 1" in line for line in result.lines(1))
     assert (resumed["restarts"], resumed["start_epoch"], resumed["start_step"]) == (
         1, 1, 8), {k: resumed[k] for k in ("restarts", "start_epoch", "start_step")}
