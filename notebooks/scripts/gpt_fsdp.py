@@ -78,8 +78,10 @@ def state_bytes(model: nn.Module, opt) -> dict[str, int]:
 def train(model, opt, data, steps: int, first: int = 0, dp=(0, 1), micro: int = 1,
           loss_context=nullcontext, times: list | None = None) -> None:
     """Train `steps` steps from step `first`; this data-parallel rank takes its rows."""
+    device = next(model.parameters()).device  # the rows go where the weights are
     for step in range(first, first + steps):
-        x, y = (t.chunk(dp[1])[dp[0]] for t in gpt.batch(data, step, BATCH, BLOCK))
+        x, y = (t.chunk(dp[1])[dp[0]].to(device)
+                for t in gpt.batch(data, step, BATCH, BLOCK))
         opt.zero_grad(set_to_none=True)  # at the start: a step leaves its gradients
         t0 = time.perf_counter()
         for i, (xm, ym) in enumerate(zip(x.chunk(micro), y.chunk(micro), strict=True)):
@@ -113,8 +115,11 @@ def ddp(model: nn.Module, group) -> DDP:
 def lessons(cfg, data, device, mesh, rank, world, steps) -> dict:
     """§2-§4 and §7 of notebook 16: mixed precision, accumulation, resharding, bytes."""
     res, f64 = {}, torch.float64
-    bf16 = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    model = build(cfg, torch.float32, device, mesh, mp_policy=bf16)  # NEW
+    half = torch.bfloat16  # a GPU without bf16 units (a T4) computes in float16
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported(False):
+        half = torch.float16
+    policy = MixedPrecisionPolicy(param_dtype=half, reduce_dtype=torch.float32)  # NEW
+    model = build(cfg, torch.float32, device, mesh, mp_policy=policy)  # NEW
     seen = []
     model.blocks[0].mlp.fc.register_forward_pre_hook(
         lambda m, a: seen.append((str(m.weight.dtype), str(a[0].dtype))))
@@ -133,7 +138,8 @@ def lessons(cfg, data, device, mesh, rank, world, steps) -> dict:
     for keep in (True, False):  # §4: ZeRO-3, or the full weights kept for backward
         model = build(cfg, torch.float32, device, mesh, reshard_after_forward=keep)
         opt = adam(model)
-        x, y = (t.chunk(world)[rank] for t in gpt.batch(data, 0, BATCH, cfg.block))
+        x, y = (t.chunk(world)[rank].to(device)
+                for t in gpt.batch(data, 0, BATCH, cfg.block))
         logits = model(x)
         held = local_bytes(model.parameters())  # registered between forward, backward
         with Traffic() as backward:
