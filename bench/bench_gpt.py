@@ -2,7 +2,7 @@
 
 MFU = tokens/s x FLOPs per token (gpt.flops_per_token: 6N + 12 L T D) / peak, where
 the peak is the measured matmul ceiling of the same thread (a 1024 x 1024 float32
-matmul, the fastest of 5), as notebook 15 measures it. PAIRS rounds alternate a
+matmul, a median of 3), as notebook 15 measures it. PAIRS rounds alternate a
 ceiling and a training step's median of 3 (bench.pairs.interleave), so each round's
 MFU compares two timings taken side by side; the key is the median over rounds with
 the lowest and highest round.
@@ -45,7 +45,7 @@ def run() -> dict[str, float | int | list]:
             opt.zero_grad(set_to_none=True)
 
         times = interleave({
-            "ceiling": lambda: benchmark(lambda: a @ b, warmup=2, repeats=5).min,
+            "ceiling": lambda: benchmark(lambda: a @ b, warmup=1, repeats=3).median,
             "step": lambda: benchmark(step, warmup=1, repeats=3).median})
     finally:
         torch.set_num_threads(threads)
