@@ -34,7 +34,7 @@ def test_meta_build_has_the_replicas_weights_and_training(group):
     assert gpt.max_diff(model, ref) == 0, "init_weights depends on the layout"
     data = gpt.corpus()
     for m in (model, ref):
-        fsdp.train(m, fsdp.adam(m), data, 2, micro=2)
+        fsdp.train(m, fsdp.adam(m), data, 2, micro=2 if m is model else 1)
     diff = gpt.max_diff(model, ref)
     assert diff <= gpt.TOLERANCE, f"FSDP2 vs replica after 2 steps: {diff:.1e}"
 

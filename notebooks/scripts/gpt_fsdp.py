@@ -128,13 +128,11 @@ def lessons(cfg, data, device, mesh, rank, world, steps) -> dict:
     res["mixed"] = {"forward": seen[0], "param": str(next(model.parameters()).dtype),
                     "adam": sorted({str(v.dtype) for s in opt.state.values()
                                     for k, v in s.items() if k != "step"})}
-    for micro in (1, 4):  # §3: the same global batch, in 1 or 4 micro-batches
-        model = build(cfg, f64, device, mesh)
-        opt = adam(model)
-        with Traffic() as traffic:
-            train(model, opt, data, steps, dp=(rank, world), micro=micro)
-        res[f"accumulate{micro}"] = {"params": gpt.full_params(model),
-                                     "calls": traffic.calls}
+    model = build(cfg, f64, device, mesh)  # §3: the global batch in 4 micro-batches
+    opt = adam(model)  # (strategies() trains the same steps in one)
+    with Traffic() as traffic:
+        train(model, opt, data, steps, dp=(rank, world), micro=4)
+    res["accumulate"] = {"params": gpt.full_params(model), "calls": traffic.calls}
     for keep in (True, False):  # §4: ZeRO-3, or the full weights kept for backward
         model = build(cfg, torch.float32, device, mesh, reshard_after_forward=keep)
         opt = adam(model)
@@ -168,6 +166,7 @@ def strategies(cfg, data, device, mesh, rank, world, steps) -> dict:
         train(model, opt, data, steps - 1, first=1, dp=dp, times=times)
         res[name] = {"params": gpt.full_params(getattr(model, "module", model)),
                      "step_s": statistics.median(times), "samples": times,
-                     "traffic": traffic.bytes, "bytes": state_bytes(model, opt)}
+                     "traffic": traffic.bytes, "calls": traffic.calls,
+                     "bytes": state_bytes(model, opt)}
         dist.barrier(group)
     return res

@@ -108,19 +108,17 @@ def peak_bytes(fn, device) -> int:
         start = torch.cuda.memory_allocated(device)
         fn()
         return torch.cuda.max_memory_allocated(device) - start
-    saved = os.dup(2)  # workaround: the profiler's own log lines go to stderr
+    saved = os.dup(2)  # workaround: the profiler logs a CUDA probe to stderr
     os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
-    try:
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],
-                                    profile_memory=True) as prof:
+    try:  # the profiler without kineto: nothing to start up, the same allocations
+        with torch.autograd.profiler.profile(use_kineto=False,
+                                             profile_memory=True) as prof:
             fn()
     finally:
         os.dup2(saved, 2)
-    now = top = 0  # allocations are positive events, frees negative, in order
-    events = [e for e in prof.profiler.kineto_results.events()
-              if e.name() == "[memory]"]
-    for e in sorted(events, key=lambda e: e.start_ns()):
-        now += e.nbytes()
+    now = top = 0  # each op's allocations less its frees, in the order they ran
+    for e in sorted(prof.function_events, key=lambda e: e.time_range.start):
+        now += e.self_cpu_memory_usage
         top = max(top, now)
     return top
 
