@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -21,37 +22,29 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers.devices import num_gpus
+import psutil
 
-try:
-    import psutil
-except ImportError:  # only a launch needs it: `import helpers` works without
-    psutil = None
+from helpers.devices import num_gpus
 
 __all__ = ["LaunchError", "LaunchResult", "free_port", "torchrun"]
 
-TAG = "COURSE_LAUNCH_ID"  # set in every process of a launch, so none can hide
-# Workaround, not part of torchrun: by default the rank processes share the
-# rendezvous store, and after a restart a rank can read a key left by the previous
-# attempt and connect to a port nobody listens on (pytorch/pytorch#135712, #167288).
-_RESTART_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
-# torchrun's own main that, when ranks fail, also saves what torchrun knows of each:
-# exit code, the message in its error file (@record) and when that file was written.
-# Then it exits at once: tearing torch down takes seconds on a busy machine.
+TAG = "COURSE_LAUNCH_ID"  # inherited by every process of a launch, so none can hide
+PREFIX = re.compile(r"\[rank (\d+)\] (?:\[rank\d+\]:)?(.*)")  # torchrun's, then torch's
+# torchrun's own main that, when ranks fail, saves what torchrun knows of each: exit
+# code, its error file's message (@record) and when that file was written. Then it
+# exits at once: tearing torch down takes seconds on a busy machine.
 _AGENT = """import json, os, sys
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.run import main
-code = 0
 try:
     main(sys.argv[1:])
 except ChildFailedError as err:
     with open(os.environ["COURSE_FAILURES"], "w") as saved:
-        json.dump({r: [f.exitcode, f.message.get("message") if isinstance(
-            f.message, dict) else None, os.path.isfile(f.error_file) and os.stat(
-            f.error_file).st_mtime_ns] for r, f in err.failures.items()}, saved)
-    code = 1
-sys.stdout.flush(), sys.stderr.flush()
-os._exit(code)
+        json.dump({r: [f.exitcode, isinstance(f.message, dict) and f.message[
+            "message"], os.path.isfile(f.error_file) and os.stat(f.error_file)
+            .st_mtime_ns] for r, f in err.failures.items()}, saved)
+    os._exit(1)  # PYTHONUNBUFFERED: nothing is left to flush
+os._exit(0)
 """
 
 
@@ -87,85 +80,53 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def _agent_gpus(nnodes: int, nproc: int) -> list[dict[str, str]]:
-    """Return each agent's CUDA_VISIBLE_DEVICES: its own GPUs, if there are enough."""
-    count, seen = num_gpus(), os.environ.get("CUDA_VISIBLE_DEVICES")
-    if nnodes == 1 or count < nnodes * nproc:
-        return [{}] * nnodes  # too few: left alone (the ranks use the CPU)
-    ids = seen.split(",")[:count] if seen else [str(i) for i in range(count)]
-    return [{"CUDA_VISIBLE_DEVICES": ",".join(ids[k * nproc:(k + 1) * nproc])}
-            for k in range(nnodes)]
-
-
 def _commands(script: str, args: list[str], nproc: int, nnodes: int,
               max_restarts: int, env: dict[str, str]) -> list[list[str]]:
     """Return each agent's command line, as a learner would type it."""
-    port, gpus = free_port(), _agent_gpus(nnodes, nproc)
+    meet, gpus = [["--standalone"]], [{}] * nnodes  # torchrun picks a free port itself
     after = [f"--max-restarts={max_restarts}"] if max_restarts else []
-    meet: list[list[str]] = [["--standalone"]] * nnodes  # one agent
-    if nnodes > 1 and max_restarts:  # c10d: the same command on every agent
-        meet = [[f"--nnodes={nnodes}", "--rdzv-backend=c10d",
-                 f"--rdzv-endpoint=127.0.0.1:{port}"]] * nnodes
-    elif nnodes > 1:  # agents play machines on 127.0.0.1
+    if nnodes > 1:  # agents play machines on 127.0.0.1, each with its node rank
         meet = [[f"--nnodes={nnodes}", f"--node-rank={k}"] for k in range(nnodes)]
-        after = ["--master-addr=127.0.0.1", f"--master-port={port}"]
-    return [[*(f"{k}={v}" for k, v in {**gpus[n], **env}.items()), "torchrun",
-             *meet[n], f"--nproc-per-node={nproc}", *after, script, *args]
-            for n in range(nnodes)]
+        after += ["--master-addr=127.0.0.1", f"--master-port={free_port()}"]
+    if nnodes > 1 and (count := num_gpus()) >= nnodes * nproc:  # else: ranks use CPUs
+        ids = os.environ.get("CUDA_VISIBLE_DEVICES", ",".join(map(str, range(count))))
+        gpus = [{"CUDA_VISIBLE_DEVICES": ",".join(ids.split(",")[k * nproc:][:nproc])}
+                for k in range(nnodes)]  # each agent its own GPUs, as on a machine
+    return [[*(f"{k}={v}" for k, v in {**g, **env}.items()), "torchrun", *how,
+             f"--nproc-per-node={nproc}", *after, script, *args]
+            for how, g in zip(meet, gpus, strict=True)]
 
 
-def _processes(agents: list[subprocess.Popen], tag: str) -> dict:
-    """Return the live processes of a launch (agents, descendants, tag), with RANK."""
-    found = {}
-    for agent in (a for a in agents if a.poll() is None):  # unreaped: its own pid
-        with contextlib.suppress(psutil.Error):
-            root = psutil.Process(agent.pid)
-            found |= dict.fromkeys([root, *root.children(recursive=True)])
-    for p in psutil.process_iter(["environ"]):  # unreadable: None
-        env = p.info["environ"] or {}
-        if p in found or env.get(TAG) == tag:
-            found[p] = env.get("RANK")
-    return found
+def _processes(tag: str) -> dict[psutil.Process, str | None]:
+    """Return the live processes that carry the launch's tag, with their RANK."""
+    return {p: env.get("RANK") for p in psutil.process_iter(["environ"])
+            if (env := p.info["environ"] or {}).get(TAG) == tag}  # unreadable: None
 
 
-def _stop(agents: list[subprocess.Popen], tag: str, grace: float = 3.0) -> list[int]:
-    """Stop the launch's processes (kill what outlives `grace`); return their ranks."""
-    procs = _processes(agents, tag)
-    for p in procs:
-        with contextlib.suppress(psutil.Error):
-            p.terminate()
-    roots = {a.pid for a in agents}  # torchrun takes seconds to exit: not waited for
-    _, alive = psutil.wait_procs([p for p in procs if p.pid not in roots], grace)
-    for p in [*alive, *_processes(agents, tag)]:  # the agents, any started meanwhile
-        with contextlib.suppress(psutil.Error):
-            p.kill()
+def _stop(agents: list[subprocess.Popen], tag: str) -> list[int]:
+    """Kill every process of the launch, reap the agents; return the ranks that ran."""
+    ranks: set[int] = set()
+    for _ in range(2):  # twice: a process may have started meanwhile
+        procs = _processes(tag)
+        ranks |= {int(r) for r in procs.values() if r is not None}
+        for p in procs:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+        psutil.wait_procs(procs, timeout=1)
     for agent in agents:
         agent.wait()
-    return sorted({int(r) for r in procs.values() if r is not None})
+    return sorted(ranks)
 
 
-def _stream(agents: list[subprocess.Popen], result: LaunchResult, deadline: float,
-            echo: bool) -> None:
-    """Print the ranks' lines as they arrive, until every agent has exited."""
-    def read(stream) -> None:  # "[rank N] " is torchrun's prefix, "[rankN]:" torch's
-        for line in (s.rstrip("\n") for s in stream):
-            head, _, text = line.partition("] ")
-            if head[:6] != "[rank " or not (rank := head[6:]).isdigit():
-                result.agent_output.append(line)
-                continue
-            result.output.append((int(rank), text.removeprefix(f"[rank{rank}]:")))
-            if echo:  # one write per line, so two agents' lines never mix
-                sys.stdout.write(f"[rank {rank}] {result.output[-1][1]}\n")
-                sys.stdout.flush()
-
-    readers = [threading.Thread(target=read, args=(a.stdout,), daemon=True)
-               for a in agents]
-    for reader in readers:
-        reader.start()
-    while any(r.is_alive() for r in readers) or any(a.poll() is None for a in agents):
-        if time.monotonic() > deadline:
-            raise TimeoutError
-        time.sleep(0.05)
+def _read(stream, result: LaunchResult, echo: bool) -> None:
+    """Keep one agent's lines, each rank's apart, and echo the ranks' lines."""
+    for line in (s.rstrip("\n") for s in stream):
+        if not (said := PREFIX.fullmatch(line)):
+            result.agent_output.append(line)
+            continue
+        result.output.append((int(said[1]), said[2]))
+        if echo:  # one write per line, so two agents' lines never mix
+            print(f"[rank {said[1]}] {said[2]}\n", end="", flush=True)
 
 
 def _said(lines: list[str], count: int) -> str:
@@ -206,59 +167,61 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
     if min(nproc, nnodes, threads) < 1 or timeout <= 0 or max_restarts < 0:
         raise ValueError("torchrun needs nproc, nnodes, threads >= 1, timeout > 0 "
                          "and max_restarts >= 0")
-    if not Path(script).is_file():
-        raise FileNotFoundError(f"no script {str(script)!r} in {Path.cwd().name}/")
-    if psutil is None:
-        raise ModuleNotFoundError("torchrun() needs psutil: pip install psutil")
     shown = {"OMP_NUM_THREADS": str(threads)} if threads != 1 else {}
-    typed = _commands(str(script), [str(a) for a in script_args], nproc, nnodes,
+    typed = _commands(str(script), list(map(str, script_args)), nproc, nnodes,
                       max_restarts, {**shown, **(env or {})})
     result = LaunchResult([shlex.join(c) for c in typed], os.urandom(8).hex())
     print(f"starting {nproc * nnodes} processes" + (f" on {nnodes} agents:\n  " if
           nnodes > 1 else ": ") + "\n  ".join(result.commands), flush=True)
-    # Every torchrun reads the prefix from TORCHELASTIC_...; newer ones read PET_...
-    # (--log-line-prefix-template) first, so a stray one cannot win.
+    # The prefix: every torchrun reads TORCHELASTIC_..., newer ones PET_... first.
+    # Workaround, not part of torchrun: after a restart, a rank may read a stale key
+    # from the shared rendezvous store (pytorch/pytorch#135712, #167288).
     run_env = {**os.environ, TAG: result.tag, "OMP_NUM_THREADS": str(threads),
                "MKL_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1",
                **dict.fromkeys(["TORCHELASTIC_LOG_LINE_PREFIX_TEMPLATE",
                                 "PET_LOG_LINE_PREFIX_TEMPLATE"], "[rank ${rank}] "),
-               **(_RESTART_ENV if max_restarts else {})}
-    agents, t0 = [], time.monotonic()
+               **({"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"} if max_restarts else {})}
+    agents, readers, stopped, t0 = [], [], None, time.monotonic()
     with tempfile.TemporaryDirectory(prefix="torchrun-") as logs:
         try:
             for n, cmd in enumerate(typed):
                 at = cmd.index("torchrun")  # what comes before it sets variables
                 agents.append(subprocess.Popen(
-                    [sys.executable, "-c", _AGENT, "--tee=3", "--monitor-interval=0.1",
-                     f"--log-dir={logs}/{n}", *cmd[at + 1:]], env={
+                    [sys.executable, "-c", _AGENT, "--tee=3", f"--log-dir={logs}/{n}",
+                     *cmd[at + 1:]], env={
                         **run_env, **dict(a.split("=", 1) for a in cmd[:at]),
                         "COURSE_FAILURES": f"{logs}/failures{n}.json"},
                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, text=True, errors="replace",
                     start_new_session=True))
-            _stream(agents, result, t0 + timeout, echo)
-        except KeyboardInterrupt:
-            _stop(agents, result.tag)
-            raise LaunchError("interrupted: stopped every process of the launch.",
-                              result=result) from None
-        except TimeoutError:
-            alive = _stop(agents, result.tag)
-            raise LaunchError(
-                f"timed out after {timeout:g} s; still running: rank "
-                f"{', '.join(map(str, alive)) or '(none)'}. Stopped every process of "
-                "the launch. A rank that never returns is often waiting in a "
-                "collective (all_reduce, barrier) that another rank never reached."
-                + "".join(f"\nLast lines of rank {r}:{_said(result.lines(r), 4)}"
-                          for r in alive), rank=(alive or [None])[0],
-                result=result) from None
-        finally:
-            result.seconds = time.monotonic() - t0
-        _stop(agents, result.tag)  # also ends anything a rank left running behind it
+                readers.append(threading.Thread(target=_read, daemon=True,
+                                                args=(agents[n].stdout, result, echo)))
+                readers[n].start()
+            while any(a.poll() is None for a in agents):
+                if time.monotonic() > t0 + timeout:
+                    raise TimeoutError
+                time.sleep(0.05)
+        except (KeyboardInterrupt, TimeoutError) as stop:  # Ctrl-C: a notebook's too
+            stopped = stop
+        result.seconds = time.monotonic() - t0
+        alive = _stop(agents, result.tag)  # also what a rank left running behind it
+        for reader in readers:  # each pipe closes once nothing of the launch is left
+            reader.join(5)
         result.returncodes = [a.returncode for a in agents]
         failures = {int(r): f for n in range(nnodes)
                     if (saved := Path(logs, f"failures{n}.json")).exists()
                     for r, f in json.loads(saved.read_text()).items()}
+    if isinstance(stopped, KeyboardInterrupt):
+        raise LaunchError("interrupted: stopped every process of the launch.",
+                          result=result)
+    if stopped:
+        raise LaunchError(
+            f"timed out after {timeout:g} s; still running: rank "
+            f"{', '.join(map(str, alive)) or '(none)'}. Stopped every process. A rank "
+            "that never returns often waits in a collective (all_reduce, barrier) that "
+            "another rank never reached." + "".join(
+                f"\nLast lines of rank {r}:{_said(result.lines(r), 4)}" for r in alive),
+            rank=(alive or [None])[0], result=result)
     if any(result.returncodes):
-        message, rank = _failure(result, failures)
-        raise LaunchError(message, rank=rank, result=result)
+        raise LaunchError(*_failure(result, failures), result=result)
     return result
