@@ -1,13 +1,12 @@
 """Draw the course's figures, readable on a laptop and a projector, in one palette.
 
-Every figure is 7 x 4 in at 100 dpi (700 x 400 px) with no text under 10 pt. Sizes
-are set on each figure, never in matplotlib's global settings: importing this module
-changes nothing (it does not even import matplotlib until a plot is drawn).
-Each docstring ends with the notebooks that use it.
+Every figure is 7 x 4 in at 100 dpi with no text under 10 pt, set on each figure:
+importing this changes nothing, nor imports matplotlib. Docstrings end with notebooks.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -16,8 +15,6 @@ from helpers.stages import Event, idle_fraction
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-    from helpers.profiling import TraceEvent
 
 __all__ = ["DPI", "FIGSIZE", "FONT_SIZE", "PALETTE", "TITLE_SIZE", "bar_chart",
            "line_plot", "plot_timeline", "plot_trace", "subplots"]
@@ -32,6 +29,9 @@ PALETTE = ("#4C72B0", "#DD8452", "#55A868", "#8172B3", "#C44E52", "#937860",
 PHASES = {"forward": PALETTE[0], "backward": PALETTE[1], "optimizer": PALETTE[2]}
 _GREY = "#A0A0A0"  # bars with no phase
 _CHAR_PX = 8.5  # a generous width of one character at 10 pt and 100 dpi, in pixels
+# what a trace bar's label leaves out: "aten::addmm" reads "addmm"
+_PREFIXES = re.compile(
+    r"^(?:autograd::engine::evaluate_function: |aten::|Optimizer\.step#)+")
 
 
 def subplots(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
@@ -55,13 +55,12 @@ def _finish(ax: Axes, title: str, ylabel: str, xlabel: str = "") -> Figure:
 
 
 def bar_chart(labels: Sequence[str], values: Sequence[float], title: str = "",
-              ylabel: str = "", errors: Sequence[float] | None = None,
-              fmt: str = "{:.3g}") -> Figure:
+              ylabel: str = "", fmt: str = "{:.3g}") -> Figure:
     """Draw one bar per label, its value above it (notebooks 05, 07-09, 12, 13, 17)."""
     if len(labels) != len(values):
         raise ValueError(f"{len(labels)} labels but {len(values)} values")
     fig, ax = subplots()
-    bars = ax.bar(list(labels), list(values), yerr=errors, capsize=4, color=PALETTE[0])
+    bars = ax.bar(list(labels), list(values), color=PALETTE[0])
     ax.bar_label(bars, labels=[fmt.format(v) for v in values], fontsize=FONT_SIZE)
     ax.margins(y=0.15)
     return _finish(ax, title, ylabel)
@@ -136,12 +135,11 @@ def plot_timeline(timelines: Mapping[str, Sequence[Event]],
     return fig
 
 
-def plot_trace(events: Sequence[TraceEvent], title: str = "",
-               max_depth: int = 3) -> Figure:
+def plot_trace(events: Sequence[Any], title: str = "", max_depth: int = 3) -> Figure:
     """Draw trace events on lanes, one per row and depth, by phase (06, 07, 11).
 
-    Events deeper than `max_depth - 1` are left out; a bar carries its (shortened)
-    name where the name fits.
+    `events` are scripts/traces.py's TraceEvents; those deeper than `max_depth - 1`
+    are left out; a bar carries its (shortened) name where the name fits.
     """
     from matplotlib.patches import Patch
 
@@ -176,14 +174,7 @@ def plot_trace(events: Sequence[TraceEvent], title: str = "",
     ax.tick_params(labelsize=FONT_SIZE)
     ax.grid(axis="x", alpha=0.3)
     bars = [(lane_of[(e.row, e.depth)], e.start - t0, e.duration, colors[e.phase],
-             _short(e.name)) for e in shown]
+             _PREFIXES.sub("", e.name)) for e in shown]
     _lanes(ax, bars, 0.8, span * 1.01)
     return fig
 
-
-def _short(name: str) -> str:
-    """Shorten an op's name for a bar label: 'aten::addmm' reads 'addmm'."""
-    for prefix in ("autograd::engine::evaluate_function: ", "aten::",
-                   "Optimizer.step#"):
-        name = name.removeprefix(prefix)
-    return name

@@ -1,9 +1,8 @@
-"""helpers.profiling reads Chrome traces (nesting, rows, phases) and splits training
-steps into their parts; plot_trace draws."""
+"""notebooks/scripts/traces.py reads Chrome traces (nesting, rows, phases);
+helpers.plotting.plot_trace draws them."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import subprocess
 import sys
@@ -15,19 +14,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from conftest import assert_readable  # noqa: E402
+from conftest import NOTEBOOK_DIR, assert_readable  # noqa: E402
 from torch.profiler import ProfilerActivity, profile, record_function  # noqa: E402
 
 from helpers.plotting import plot_trace  # noqa: E402
-from helpers.profiling import (  # noqa: E402
-    FIXES,
-    PARTS,
-    StepBreakdown,
-    TraceEvent,
-    diagnose,
-    step_breakdown,
-    trace_events,
-)
+
+sys.path.insert(0, str(NOTEBOOK_DIR / "scripts"))  # as the notebooks import it
+from traces import TraceEvent, trace_events  # noqa: E402
 
 
 def _x(name, ts, dur, cat="cpu_op", pid=100, tid=1, **args):
@@ -89,12 +82,10 @@ def test_phases_follow_labels_and_correlation_ids():
     assert {e.phase for e in trace_events(GPU_TRACE, labels=())} == {""}
 
 
-def test_a_file_and_a_gzip_file_read_the_same(tmp_path):
-    plain, packed = tmp_path / "t.json", tmp_path / "t.json.gz"
+def test_a_file_and_a_dict_read_the_same(tmp_path):
+    plain = tmp_path / "t.json"
     plain.write_text(json.dumps(GPU_TRACE))
-    with gzip.open(packed, "wt") as f:
-        json.dump(GPU_TRACE, f)
-    assert trace_events(plain) == trace_events(packed) == trace_events(GPU_TRACE)
+    assert trace_events(plain) == trace_events(GPU_TRACE)
     assert trace_events({"traceEvents": []}) == []
 
 
@@ -160,71 +151,8 @@ def test_plot_colours_unknown_phases_and_refuses_nothing_to_draw():
         plot_trace(events, max_depth=0)
 
 
-def _cpu_rank(second_step=True):
-    """A CPU-only DDP rank: data, compute, an all-reduce on gloo's thread, .item()."""
-    events = [_x("ProfilerStep#1", 0.0, 100.0, cat="user_annotation"),
-              _x("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0.0,
-                 10.0, cat="user_annotation"),
-              _x("aten::stack", 2.0, 5.0),  # inside the data wait: not compute
-              _x("aten::conv2d", 10.0, 50.0),
-              _x("gloo:all_reduce", 50.0, 30.0, cat="user_annotation", tid=2),
-              _x("aten::item", 85.0, 5.0), _x("aten::_local_scalar_dense", 86.0, 3.0)]
-    if second_step:
-        events += [_x("ProfilerStep#2", 100.0, 50.0, cat="user_annotation"),
-                   _x("aten::mm", 100.0, 40.0)]
-    return {"traceEvents": events}
-
-
-def test_a_cpu_step_splits_into_parts_that_sum_to_it():
-    b = step_breakdown([_cpu_rank(), _cpu_rank(second_step=False)])
-    # Step 1 (both ranks): sync 5, data 10, compute 50, exposed comm 20 (10 of its 30
-    # hide behind compute), other 15. Step 2 (rank 0): compute 40, other 10. In us:
-    want = {"sync": 10, "data": 20, "compute": 140, "comm": 40, "other": 40}
-    assert b.parts == pytest.approx({k: v / 3e3 for k, v in want.items()}), b.parts
-    assert list(b.parts) == list(PARTS)
-    assert b.step == pytest.approx(sum(b.parts.values())) == pytest.approx(0.250 / 3)
-    assert b.shares == pytest.approx([90 / 150, 50 / 100]), "compute / step per rank"
-
-
-def test_a_gpu_step_counts_kernels_as_compute_and_nccl_as_communication():
-    gpu = {"traceEvents": [
-        _x("ProfilerStep#1", 0.0, 100.0, cat="user_annotation"),
-        _x("aten::mm", 5.0, 2.0),  # the host's launch: the GPU computes
-        _x("gemm", 10.0, 40.0, cat="kernel", pid=0, tid=7),
-        _x("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 40.0, 30.0, cat="kernel", pid=0,
-           tid=9),
-        _x("cudaStreamSynchronize", 80.0, 10.0, cat="cuda_runtime")]}
-    b = step_breakdown([gpu])
-    want = {"sync": 10, "data": 0, "compute": 40, "comm": 20, "other": 30}
-    assert b.parts == pytest.approx({k: v / 1e3 for k, v in want.items()}), b.parts
-
-
-def test_a_trace_without_profiler_steps_is_refused():
-    with pytest.raises(ValueError, match="ProfilerStep"):
-        step_breakdown([GPU_TRACE])
-    with pytest.raises(ValueError, match="ProfilerStep"):
-        step_breakdown([])
-
-
-def _breakdown(compute, comm, shares):
-    parts = {"sync": 0.1, "data": 0.2, "compute": compute, "comm": comm, "other": 0.5}
-    return StepBreakdown(sum(parts.values()), parts, shares)
-
-
-def test_diagnose_bands_the_compute_share_and_names_the_worst_overhead():
-    healthy = diagnose(_breakdown(90.0, 5.0, [0.93, 0.95]))
-    assert "mostly compute" in healthy and "largest overhead: comm" in healthy, healthy
-    tiny = diagnose(_breakdown(2.0, 4.0, [0.25, 0.35]))
-    assert "mostly overhead" in tiny and FIXES["comm"] in tiny, tiny
-    noisy = diagnose(_breakdown(85.0, 10.0, [0.7, 0.9]))  # the ranks straddle an edge
-    assert "too noisy to tell" in noisy, noisy
-    shared = diagnose(_breakdown(85.0, 10.0, [0.7, 0.9]), banded=False)
-    want = "89 % compute (ranks 70 % to 90 %); largest overhead: comm"
-    assert shared.startswith(want), shared
-
-
-def test_importing_touches_neither_cuda_nor_matplotlib():
-    code = ("import sys, torch, helpers.profiling, helpers.plotting; "
+def test_importing_plotting_touches_neither_cuda_nor_matplotlib():
+    code = ("import sys, torch, helpers.plotting; "
             "print(torch.cuda.is_initialized(), 'matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.split()

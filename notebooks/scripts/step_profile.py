@@ -11,13 +11,18 @@ chrome://tracing). Two runs are slow on purpose:
   overhead and the all-reduce's latency, not arithmetic (it records 4x the steps);
 - item: a `loss.item()` every step. It copies one number to the host, so the host
   waits until the device has run everything queued before it (on a GPU, every step).
-Notebook 17 reads the traces. Only torch and the standard library are used.
+step_breakdown() reads the traces back (with traces.py) and splits each recorded step
+into PARTS; notebook 17 prints them. Only torch and the standard library are used.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
+import statistics
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -29,6 +34,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.profiler import ProfilerActivity, profile, schedule
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
+from traces import complete_events
 
 RUNS = ("healthy", "tiny", "item")
 # The "tiny" run, per rank; its steps are short, so it records more of them.
@@ -98,6 +104,76 @@ def main(argv: list[str] | None = None) -> None:
         if dist.get_rank() == 0:
             print(f"{run}: {steps} steps recorded on each rank, in {args.out}")
     dist.destroy_process_group()
+
+
+# --- Where a recorded step's time went ----------------------------------------------
+# Each instant of a step counts once, as the first of PARTS that applies (_kind).
+PARTS = ("sync", "data", "compute", "comm", "other")
+FIXES = {"sync": "drop the per-step .item(): log every N steps",
+         "data": "feed it faster: DataLoader workers, pin_memory",
+         "comm": "a bigger per-rank batch, or no_sync: fewer all-reduces",
+         "other": "a bigger per-rank batch, or fewer, larger kernels (notebook 07)"}
+_DEVICE = frozenset({"kernel", "gpu_memcpy", "gpu_memset"})  # what the GPU itself runs
+
+
+def _kind(e: dict, gpu: bool) -> str:
+    """Return an event's part: host sync, DataLoader wait, compute (GPU kernels, or
+    CPU operators in a CPU-only trace), gloo/nccl communication, or "" for none."""
+    name, cat = str(e.get("name", "")), e.get("cat")
+    if name.startswith(("gloo:", "c10d::")) or "nccl" in name.lower():
+        return "comm"
+    if name in ("aten::item", "aten::_local_scalar_dense") or (
+            cat == "cuda_runtime" and "Synchronize" in name):
+        return "sync"
+    return "data" if name.startswith("enumerate(DataLoader)") else (
+        "compute" if cat in (_DEVICE if gpu else {"cpu_op"}) else "")
+
+
+def _covered(spans: list[tuple[float, float]]) -> float:
+    """Return the length of the union of (start, end) spans."""
+    total, end = 0.0, -math.inf
+    for lo, hi in sorted(spans):
+        total, end = total + max(0.0, hi - max(lo, end)), max(end, hi)
+    return total
+
+
+def step_parts(trace: Any) -> list[dict[str, float]]:
+    """Return each "ProfilerStep#N" of a Chrome trace (dict or file) as {part: us}."""
+    raw = complete_events(trace)
+    gpu = any(e.get("cat") in _DEVICE for e in raw)
+    spans: dict[str, list] = {k: [] for k in (*PARTS, "")}
+    for e in raw:
+        spans[_kind(e, gpu)].append((float(e["ts"]), float(e["ts"]) + float(e["dur"])))
+    rows = []
+    for e in raw:
+        if e.get("cat") == "user_annotation" and e["name"].startswith("ProfilerStep#"):
+            lo, hi = float(e["ts"]), float(e["ts"]) + float(e["dur"])
+            clip = [[(max(a, lo), min(b, hi)) for a, b in spans[k] if a < hi and b > lo]
+                    for k in PARTS[:-1]]
+            edges = [0.0, *(_covered(sum(clip[:i], [])) for i in (1, 2, 3, 4)), hi - lo]
+            rows.append({p: edges[i + 1] - edges[i] for i, p in enumerate(PARTS)})
+    return rows
+
+
+class StepBreakdown(NamedTuple):
+    """A step's mean ms per part (summing to `step`), each rank's compute share."""
+
+    step: float
+    parts: dict[str, float]
+    shares: list[float]
+
+
+def step_breakdown(traces: Sequence[Any]) -> StepBreakdown:
+    """Split each "ProfilerStep#N" of each rank's trace into PARTS."""
+    ranks = [step_parts(t) for t in traces]
+    if not ranks or not all(ranks):
+        raise ValueError("a trace has no ProfilerStep#N: profile with a schedule and "
+                         "call prof.step() after every step")
+    rows = [r for steps in ranks for r in steps]
+    parts = {p: statistics.fmean(r[p] for r in rows) / 1e3 for p in PARTS}
+    shares = [sum(r["compute"] for r in s) / sum(sum(r.values()) for r in s)
+              for s in ranks]
+    return StepBreakdown(sum(parts.values()), parts, shares)
 
 
 if __name__ == "__main__":
