@@ -1,13 +1,7 @@
 """Find, choose, hide and describe the devices PyTorch can use.
 
-CUDA reads `CUDA_VISIBLE_DEVICES` once, when the driver starts in a process (the
-first `torch.cuda.is_available()`, `torch.cuda.init()` or CUDA tensor; not
-`torch.cuda.device_count()`, which PyTorch answers through NVML, re-reading the
-variable, until its own CUDA initialisation). Changing the variable afterwards does not
-change the process's GPUs, silently; it only reaches the processes it launches later.
-Nothing here runs at import time: every function asks torch when it is called,
-so importing `helpers` never initialises CUDA. Each docstring ends with the notebooks
-that use it.
+Every function asks torch when it is called, so importing `helpers` never initialises
+CUDA. Each docstring ends with the notebooks that use it.
 """
 
 from __future__ import annotations
@@ -31,30 +25,25 @@ __all__ = ["RankPlan", "cuda_started", "env_report", "fallback_device", "fresh_p
 
 
 def num_gpus() -> int:
-    """Return how many CUDA GPUs this process sees (01, 02, 04, 08, 09, 11-15)."""
+    """Return how many CUDA GPUs this process sees (01, 02, 04, 08, 09, 11-14, 17)."""
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def fallback_device() -> torch.device:
     """Return the best non-CUDA device: `mps` if usable, else `cpu` (notebook 02)."""
-    mps = getattr(torch.backends, "mps", None)
-    if mps is not None and mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
+    return torch.device("mps" if torch.backends.mps.is_available() else "cpu")
 
 
 def try_gpu(i: int = 0, verbose: bool = True) -> torch.device:
-    """Return `cuda:i` if it exists, else the fallback, saying why (01-10, 12-15)."""
-    if isinstance(i, numbers.Integral) and not isinstance(i, bool):
-        i = int(i)  # accept numpy and torch integers too
-    if not isinstance(i, int) or isinstance(i, bool) or i < 0:
+    """Return cuda:i if it exists, else the fallback, saying why (01-10, 12-14, 17)."""
+    if isinstance(i, bool) or not isinstance(i, numbers.Integral) or i < 0:
         raise ValueError(
             f"try_gpu(i) needs a GPU index >= 0, got {i!r}. "
             "GPUs are numbered 0, 1, ... as listed by torch.cuda.device_count()."
         )
     n = num_gpus()
     if i < n:
-        return torch.device(f"cuda:{i}")
+        return torch.device(f"cuda:{int(i)}")  # int(): numpy and torch integers too
     dev = fallback_device()
     if verbose:
         plural = "s" if n != 1 else ""
@@ -71,7 +60,7 @@ def try_all_gpus() -> list[torch.device]:
 
 @dataclass(frozen=True)
 class RankPlan:
-    """Where a launch's ranks run: how many, on what, over which backend (10-15)."""
+    """Where a launch's ranks run: how many, on what, over which backend (10-14, 17)."""
 
     world: int
     device: str  # "cuda" (one GPU per rank) or "cpu"; the scripts' --device value
@@ -82,8 +71,7 @@ class RankPlan:
 def rank_plan(world: int | None = None) -> RankPlan:
     """Choose the ranks of a launch: one GPU each over nccl, else CPU processes (gloo).
 
-    `world=None` takes every GPU when there are two or more, else 2 CPU processes.
-    Used by notebooks 10-17.
+    `world=None` takes every GPU when there are two or more, else 2 CPUs (10-14, 17).
     """
     gpus = num_gpus()
     want = world if world is not None else (gpus if gpus >= 2 else 2)
@@ -118,21 +106,19 @@ def _nvidia_smi(cuda_works: bool = False) -> str:
     """Return a short `nvidia-smi` summary, or why there is none."""
     exe = _find_nvidia_smi()
     if exe is None:
-        if cuda_works:  # a driver without its tool: Windows PATH, containers, WSL
-            return ("nvidia-smi: not found, yet CUDA works (a driver without its "
-                    "command-line tool: Windows PATH, a container, WSL)")
-        return ("nvidia-smi: not found (usually no NVIDIA driver; Windows, containers "
-                "and WSL can have one without nvidia-smi on PATH)")
+        why = (", yet CUDA works (a driver without its command-line tool: Windows "
+               "PATH, a container, WSL)") if cuda_works else (
+            " (usually no NVIDIA driver; Windows, containers and WSL can have one "
+            "without nvidia-smi on PATH)")
+        return "nvidia-smi: not found" + why
     query = "--query-gpu=index,name,memory.total,driver_version"
     try:
         out = subprocess.run([exe, query, "--format=csv,noheader"], text=True,
                              capture_output=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"nvidia-smi: failed to run ({err.__class__.__name__})"
-    text = (out.stdout or out.stderr).strip()
-    if not text:
-        return "nvidia-smi: no output"
-    return "nvidia-smi:\n  " + "\n  ".join(text.splitlines())
+    lines = (out.stdout or out.stderr).strip().splitlines() or ["no output"]
+    return "nvidia-smi:\n  " + "\n  ".join(lines)
 
 
 def _accelerator() -> str:
@@ -145,9 +131,8 @@ def _accelerator() -> str:
 
 
 def env_report() -> str:
-    """Return a one-screen report of versions, devices and drivers (01, 15)."""
-    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() \
-        else None
+    """Return a one-screen report of versions, devices and drivers (01, 17)."""
+    cudnn = torch.backends.cudnn.is_available() and torch.backends.cudnn.version()
     lines = [
         f"python {platform.python_version()}, torch {torch.__version__}, "
         f"built for CUDA {torch.version.cuda or 'none'}, cuDNN {cudnn or 'none'}",
@@ -174,12 +159,8 @@ _CUDA_SUCCESS = 0  # cuDeviceGetCount returns 3 (NOT_INITIALIZED) before cuInit
 def fresh_python(code: str, env: Mapping[str, str | None] | None = None,
                  timeout: float = 120.0) -> str:
     """Run `code` in a new Python with `env` (None unsets); return output (04, 07)."""
-    child_env = dict(os.environ)
-    for key, value in (env or {}).items():
-        if value is None:
-            child_env.pop(key, None)
-        else:
-            child_env[key] = value
+    merged = {**os.environ, **(env or {})}
+    child_env = {k: v for k, v in merged.items() if v is not None}  # None: unset it
     out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=child_env,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                          timeout=timeout)
@@ -213,12 +194,9 @@ def cuda_started() -> bool:
 
 def set_visible_devices(devices: str | int | Iterable[int]) -> str:
     """Set CUDA_VISIBLE_DEVICES here and for children; warn if CUDA started (04)."""
-    if isinstance(devices, str):
-        value = devices
-    elif isinstance(devices, int):
-        value = str(devices)
-    else:
-        value = ",".join(str(int(d)) for d in devices)
+    if isinstance(devices, int):
+        devices = [devices]
+    value = devices if isinstance(devices, str) else ",".join(f"{d:d}" for d in devices)
     os.environ["CUDA_VISIBLE_DEVICES"] = value
     if cuda_started():
         warnings.warn(

@@ -1,7 +1,5 @@
 """Check a learner's exercise answers: right, not yet, or not answered yet.
-
-Each docstring ends with the notebooks that use it.
-"""
+Each docstring ends with the notebooks that use it."""
 
 from __future__ import annotations
 
@@ -31,26 +29,21 @@ class Result:
         """Show nothing: check() has already printed its message."""
 
 
-def _unanswered(answer: Any) -> bool:
-    """Return True while `answer` is still the placeholder `...` (or None)."""
-    return answer is ... or answer is None
-
-
 def digest(value: Any) -> str:
-    """Return a fingerprint of `value`'s repr, to check it unseen (06, 08-12, 15)."""
+    """Return a fingerprint of `value`'s repr, to check it unseen (06, 08-12, 17)."""
     return hashlib.sha256(repr(value).encode()).hexdigest()[:12]
 
 
 def check(answer: Any, expected: Any = _UNSET, *,
           test: Callable[[Any], Any] | None = None, hashed: str | None = None,
           rel_tol: float = 0.0, abs_tol: float = 0.0, hint: str = "") -> Result:
-    """Print whether `answer` is right, not yet right, or not answered (01-15).
+    """Print whether `answer` is right, not yet right, or not answered (01-14, 17).
 
     `test(answer)` raises AssertionError, with a helpful message, when it is wrong;
     NotImplementedError from it means the learner has not written the code yet.
     `hashed` is `digest(expected)`, for an answer the notebook must not show.
     """
-    if _unanswered(answer):
+    if answer is ... or answer is None:  # still the placeholder
         print("not answered yet: replace the `...` with your answer, then rerun")
         return Result(False)
     try:

@@ -1,9 +1,7 @@
-"""The models the notebooks train, the bundled data they train on, and their checks.
+"""The models the notebooks train, the data they train on, and how far two results are.
 
-An MLP and a CNN, the ResNet-14 that notebooks 12-14 cut in two stages, its model-
-parallel and pipelined forms, and how far two sets of tensors are apart. sklearn and
-torchvision load when first used; nothing here touches CUDA. Each docstring ends with
-the notebooks that use it.
+sklearn and torchvision load when first used; nothing here touches CUDA. Each docstring
+ends with the notebooks that use it.
 """
 
 from __future__ import annotations
@@ -19,10 +17,9 @@ if TYPE_CHECKING:
     from torchvision.models import ResNet
 
 __all__ = ["MLP", "STAGE_TOLERANCE", "PipelinedResNet", "SmallCNN", "TwoStageResNet",
-           "diabetes_split", "digits_split", "make_resnet", "max_rel_diff",
-           "split_stages", "training_memory"]
+           "diabetes_split", "make_resnet", "max_rel_diff", "split_stages",
+           "training_memory"]
 
-Split = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 # the largest max_rel_diff between a model cut in stages and the whole model (12, 13)
 STAGE_TOLERANCE = 1e-4
 
@@ -60,36 +57,18 @@ class SmallCNN(nn.Module):
         return self.head(self.features(x).flatten(1))
 
 
-def _standardise(train: torch.Tensor, test: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Scale both parts with the training part's mean and standard deviation."""
-    mean, std = train.mean(0), train.std(0)
-    return (train - mean) / std, (test - mean) / std
-
-
-def diabetes_split(test_size: float = 0.2, seed: int = 0) -> Split:
+def diabetes_split(test_size: float = 0.2, seed: int = 0) -> tuple[torch.Tensor, ...]:
     """Return standardised diabetes data: X_train, X_test, y_train, y_test (05, 08)."""
     from sklearn.datasets import load_diabetes
     from sklearn.model_selection import train_test_split
 
     X, y = load_diabetes(return_X_y=True)
     parts = train_test_split(X, y, test_size=test_size, random_state=seed)
-    X_tr, X_te, y_tr, y_te = (torch.tensor(p, dtype=torch.float32) for p in parts)
-    X_tr, X_te = _standardise(X_tr, X_te)
-    y_tr, y_te = _standardise(y_tr.unsqueeze(1), y_te.unsqueeze(1))
-    return X_tr, X_te, y_tr, y_te
-
-
-def digits_split(test_size: float = 0.2, seed: int = 0) -> Split:
-    """Return 8x8 digits as (N, 1, 8, 8) floats in [0, 1] and labels (notebook 05)."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    X, y = load_digits(return_X_y=True)
-    parts = train_test_split(X, y, test_size=test_size, random_state=seed, stratify=y)
-    X_tr, X_te = (torch.tensor(p, dtype=torch.float32).view(-1, 1, 8, 8) / 16
-                  for p in parts[:2])
-    y_tr, y_te = (torch.tensor(p, dtype=torch.long) for p in parts[2:])
-    return X_tr, X_te, y_tr, y_te
+    X_tr, X_te, y_tr, y_te = (torch.tensor(p, dtype=torch.float32).reshape(len(p), -1)
+                              for p in parts)  # y: one column
+    # scale each part by the training part's mean and standard deviation
+    return tuple((t - ref.mean(0)) / ref.std(0)
+                 for t, ref in ((X_tr, X_tr), (X_te, X_tr), (y_tr, y_tr), (y_te, y_tr)))
 
 
 def make_resnet(num_classes: int = 10, norm: str = "batch", seed: int = 0) -> ResNet:

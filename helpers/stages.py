@@ -1,9 +1,7 @@
 """Pipeline arithmetic: what a schedule leaves idle, and what stage timelines show.
 
-A timeline is a list of `Event`s that the stage processes of notebooks 12 and 13 record
-(notebooks/scripts/stages.py writes them: a copyable script imports no helpers).
-`helpers.plotting.plot_timeline` draws one. Nothing here touches CUDA. Each docstring
-ends with the notebooks that use it.
+A timeline is a list of `Event`s, as notebooks/scripts/stages.py records them;
+`helpers.plotting.plot_timeline` draws one. Each docstring ends with its notebooks.
 """
 
 from __future__ import annotations

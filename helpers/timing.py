@@ -1,7 +1,5 @@
-"""Time code honestly: warm up, synchronise the device, report median and spread.
-
-Each docstring ends with the notebooks that use it.
-"""
+"""Time code honestly: warm up, synchronise, report the median and spread; say what it
+means. Each docstring ends with the notebooks that use it."""
 
 from __future__ import annotations
 
@@ -19,9 +17,9 @@ __all__ = ["Timing", "benchmark", "paired_ratio", "synchronize", "verdict"]
 
 @dataclass(frozen=True)
 class Timing:
-    """Seconds per call over measured repeats: `benchmark`'s result.
+    """Seconds per call over repeats, as benchmark measured them.
 
-    Used by notebooks 01-03, 05-07, 09 and 12-17.
+    Used by notebooks 01-03, 05-07, 09, 12-14, 17.
     """
 
     median: float
@@ -31,10 +29,6 @@ class Timing:
     repeats: int
     device: str
     method: str
-
-    def __str__(self) -> str:
-        return (f"{self.median * 1e3:.3f} ms median (IQR {self.iqr * 1e3:.3f} ms, "
-                f"n={self.repeats}, {self.device}, {self.method})")
 
 
 def synchronize(device: torch.device | str) -> None:
@@ -46,20 +40,9 @@ def synchronize(device: torch.device | str) -> None:
         torch.mps.synchronize()
 
 
-def _iqr(samples: list[float]) -> float:
-    """Return the interquartile range of `samples` (0 for fewer than 2)."""
-    if len(samples) < 2:
-        return 0.0
-    q = statistics.quantiles(samples, n=4, method="inclusive")
-    return q[2] - q[0]
-
-
 def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
               warmup: int = 3, repeats: int = 10, number: int = 1) -> Timing:
-    """Time `fn()` after a warm-up: its median over repeats.
-
-    Used by notebooks 01-03, 05-07, 09 and 12-17.
-    """
+    """Time fn() after warming up: median of repeats (01-03, 05-07, 09, 12-14, 17)."""
     if warmup < 0 or repeats < 1 or number < 1:
         raise ValueError("benchmark needs warmup >= 0, repeats >= 1 and number >= 1")
     dev = torch.device(device)
@@ -84,9 +67,12 @@ def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
                 fn()
             synchronize(dev)
             samples.append((time.perf_counter() - t0) / number)
-    method = "CUDA events" if use_events else "perf_counter"
-    return Timing(statistics.median(samples), _iqr(samples), min(samples), max(samples),
-                  repeats, str(dev), method)
+    iqr = 0.0
+    if repeats > 1:
+        q = statistics.quantiles(samples, n=4, method="inclusive")
+        iqr = q[2] - q[0]
+    return Timing(statistics.median(samples), iqr, min(samples), max(samples),
+                  repeats, str(dev), "CUDA events" if use_events else "perf_counter")
 
 
 def paired_ratio(slow: Callable[[], object], fast: Callable[[], object],
@@ -94,8 +80,7 @@ def paired_ratio(slow: Callable[[], object], fast: Callable[[], object],
     """Time `slow` and `fast` side by side in rounds; return the median ratio and range.
 
     Each round benchmarks both (`kwargs` go to `benchmark`), fast first in every other
-    round, so a load that rises or falls slows both sides of each ratio alike.
-    Used by notebooks 07 and 08.
+    round, so a rising or falling load slows both sides alike (notebooks 07, 08).
     """
     if rounds < 1:
         raise ValueError(f"paired_ratio needs rounds >= 1, got {rounds}")
@@ -121,8 +106,8 @@ def verdict(value: float, bands: list[tuple[float, str]], *, ideal: float | None
     """Return the words for `value` from `bands` of (upper limit, words), in order.
 
     `spread` is the (lowest, highest) of the samples behind `value`: when they fall in
-    different bands, the words say the run was too noisy to tell, not a band.
-    Used by notebooks 01, 03, 05, 07, 08, 11-17.
+    different bands, the words say the run was too noisy to tell.
+    Used by notebooks 01, 03, 05, 07, 08, 11-14, 17.
     """
     limits = [limit for limit, _ in bands]
     if limits != sorted(limits):

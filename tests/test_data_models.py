@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from helpers.models import MLP, SmallCNN, diabetes_split, digits_split
+from helpers.models import MLP, SmallCNN, diabetes_split
 
 
 def test_diabetes_split_shapes_and_scaling():
@@ -19,13 +19,6 @@ def test_diabetes_split_is_reproducible():
     a, b = diabetes_split(seed=1), diabetes_split(seed=1)
     assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
     assert not torch.equal(a[0], diabetes_split(seed=2)[0])
-
-
-def test_digits_split_shapes_and_range():
-    X_tr, X_te, y_tr, y_te = digits_split()
-    assert X_tr.shape[1:] == (1, 8, 8) and len(X_tr) + len(X_te) == 1797
-    assert 0 <= X_tr.min() and X_tr.max() <= 1
-    assert y_tr.dtype == torch.long and set(y_tr.tolist()) == set(range(10))
 
 
 def test_models_map_shapes():
