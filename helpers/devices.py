@@ -35,7 +35,7 @@ def fallback_device() -> torch.device:
 
 
 def try_gpu(i: int = 0, verbose: bool = True) -> torch.device:
-    """Return cuda:i if it exists, else the fallback, saying why (01-10, 12-14, 17)."""
+    """Return cuda:i if it exists, else the fallback, saying why (01-10, 12-15, 17)."""
     if isinstance(i, bool) or not isinstance(i, numbers.Integral) or i < 0:
         raise ValueError(
             f"try_gpu(i) needs a GPU index >= 0, got {i!r}. "
@@ -60,7 +60,7 @@ def try_all_gpus() -> list[torch.device]:
 
 @dataclass(frozen=True)
 class RankPlan:
-    """Where a launch's ranks run: how many, on what, over which backend (10-14, 17)."""
+    """Where a launch's ranks run: how many, on what, over which backend (10-17)."""
 
     world: int
     device: str  # "cuda" (one GPU per rank) or "cpu"; the scripts' --device value
@@ -71,7 +71,7 @@ class RankPlan:
 def rank_plan(world: int | None = None) -> RankPlan:
     """Choose the ranks of a launch: one GPU each over nccl, else CPU processes (gloo).
 
-    `world=None` takes every GPU when there are two or more, else 2 CPUs (10-14, 17).
+    `world=None` takes every GPU when there are two or more, else 2 CPUs (10-17).
     """
     gpus = num_gpus()
     want = world if world is not None else (gpus if gpus >= 2 else 2)

@@ -37,7 +37,7 @@ def digest(value: Any) -> str:
 def check(answer: Any, expected: Any = _UNSET, *,
           test: Callable[[Any], Any] | None = None, hashed: str | None = None,
           rel_tol: float = 0.0, abs_tol: float = 0.0, hint: str = "") -> Result:
-    """Print whether `answer` is right, not yet right, or not answered (01-14, 17).
+    """Print whether `answer` is right, not yet right, or not answered (01-17).
 
     `test(answer)` raises AssertionError, with a helpful message, when it is wrong;
     NotImplementedError from it means the learner has not written the code yet.
