@@ -166,7 +166,8 @@ def main(argv: list[str] | None = None) -> None:
     device = setup(args.device)
     rank, out = dist.get_rank(), Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    res = {"build": build_memory(device, init_device_mesh(device.type, (4,)))}
+    res = {"build": build_memory(device, init_device_mesh(device.type, (4,))),
+           "steps": args.steps}
     mesh = init_device_mesh(device.type, (2, 2), mesh_dim_names=("dp", "tp"))  # NEW
     dp = (mesh["dp"].get_local_rank(), 2)  # which half of the batch this rank takes
     cfg, data, k = gpt.Config(), gpt.corpus(), args.steps
