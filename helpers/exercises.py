@@ -30,7 +30,7 @@ class Result:
 
 
 def digest(value: Any) -> str:
-    """Return a fingerprint of `value`'s repr, to check it unseen (06, 08-12, 17)."""
+    """Return a fingerprint of repr(value), to check it unseen (06, 08-12, 16, 17)."""
     return hashlib.sha256(repr(value).encode()).hexdigest()[:12]
 
 
