@@ -70,7 +70,9 @@ def test_mesh_placements_tie_and_weights_after_a_step(group):
     assert placements["norm.weight"][1] == "R", placements
     ref = fsdp.replica(CFG, torch.float64, CPU)
     data = gpt.corpus()
-    fsdp.train(model, fsdp.adam(model), data, 1, loss_context=loss_parallel)
+    with fsdp.Traffic() as traffic:  # loss_parallel's all-reduces run inside DTensor
+        fsdp.train(model, fsdp.adam(model), data, 1, loss_context=loss_parallel)
+    assert traffic.calls.get("all_reduce", 0) >= 1, f"missed: {traffic.calls}"
     fsdp.train(ref, fsdp.adam(ref), data, 1)
     diff = gpt.max_diff(model, ref)
     assert diff <= gpt.TOLERANCE, f"mesh vs replica after a step: {diff:.1e}"
@@ -98,3 +100,10 @@ def test_resume_through_dcp_equals_the_full_state_handed_over(group, tmp_path):
     assert gpt.max_diff(res["dcp"], model) <= gpt.TOLERANCE, "not the same run"
     skipped = gpt.max_diff(res["dcp"], res["model_only"])
     assert skipped > 1e-6, f"a fresh Adam changed only {skipped:.1e}"
+
+
+@pytest.mark.parametrize("knobs", [("--steps", "1"), ("--more", "0")])
+def test_the_launch_refuses_knobs_its_claims_need_more_of(knobs, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        mesh_script.main(["--out", str(tmp_path), *knobs])
+    assert "need --steps >= 2 and --more >= 1" in capsys.readouterr().err

@@ -5,8 +5,8 @@ Build on the `meta` device (no memory), `fully_shard` each block then the root,
 model. This file holds that recipe (`build`), a counter of collectives (`Traffic`), a
 training loop, and two lessons: `lessons` (a bf16 `MixedPrecisionPolicy`, gradient
 accumulation with `set_requires_gradient_sync`, `reshard_after_forward` True vs False,
-the bytes per rank they and DDP leave) and `strategies` (DDP and FSDP2 in float64:
-the weights, step times, collectives and bytes).
+the bytes per rank they and DDP leave) and `strategies` (DDP, FSDP2 and one process
+in float64: the weights, step times, collectives and bytes).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.tensor import DTensor
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -48,6 +49,8 @@ class Traffic(TorchDispatchMode):
         self.calls, self.bytes = {}, {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if any(issubclass(t, DTensor) for t in types):  # modes run before subclasses:
+            return NotImplemented  # let DTensor run the collectives its ops need
         out = func(*args, **(kwargs or {}))
         name = func.__name__.split(".")[0].strip("_")  # e.g. allgather_base
         if func.namespace in ("c10d", "_c10d_functional") and "wait" not in name:
@@ -83,6 +86,7 @@ def train(model, opt, data, steps: int, first: int = 0, dp=(0, 1), micro: int = 
         x, y = (t.chunk(dp[1])[dp[0]].to(device)
                 for t in gpt.batch(data, step, BATCH, BLOCK))
         opt.zero_grad(set_to_none=True)  # at the start: a step leaves its gradients
+        sync(device)
         t0 = time.perf_counter()
         for i, (xm, ym) in enumerate(zip(x.chunk(micro), y.chunk(micro), strict=True)):
             if hasattr(model, "set_requires_gradient_sync"):  # NEW: FSDP2's no_sync
@@ -91,7 +95,23 @@ def train(model, opt, data, steps: int, first: int = 0, dp=(0, 1), micro: int = 
                 (gpt.loss_fn(model(xm), ym) / micro).backward()
         opt.step()
         if times is not None:
+            sync(device)  # a GPU runs the step after Python queued it: wait for it
             times.append(time.perf_counter() - t0)
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def gpu_peak(device: torch.device, reset: bool = False) -> int | None:
+    """Return this GPU's most bytes allocated since the last reset (None on a CPU)."""
+    if device.type != "cuda":
+        return None
+    peak = torch.cuda.max_memory_allocated(device)
+    if reset:
+        torch.cuda.reset_peak_memory_stats(device)
+    return peak
 
 
 def adam(model: nn.Module) -> torch.optim.Optimizer:
@@ -124,8 +144,10 @@ def lessons(cfg, data, device, mesh, rank, world, steps) -> dict:
     model.blocks[0].mlp.fc.register_forward_pre_hook(
         lambda m, a: seen.append((str(m.weight.dtype), str(a[0].dtype))))
     opt = adam(model)
-    train(model, opt, data, 1, dp=(rank, world))
-    res["mixed"] = {"forward": seen[0], "param": str(next(model.parameters()).dtype),
+    with Traffic() as mixed:
+        train(model, opt, data, 1, dp=(rank, world))
+    res["mixed"] = {"forward": seen[0], "traffic": mixed.bytes,
+                    "param": str(next(model.parameters()).dtype),
                     "adam": sorted({str(v.dtype) for s in opt.state.values()
                                     for k, v in s.items() if k != "step"})}
     model = build(cfg, f64, device, mesh)  # §3: the global batch in 4 micro-batches
@@ -153,12 +175,18 @@ def lessons(cfg, data, device, mesh, rank, world, steps) -> dict:
 
 
 def strategies(cfg, data, device, mesh, rank, world, steps) -> dict:
-    """§8: DDP and FSDP2 in float64: the weights, step times, traffic and bytes."""
+    """§8: DDP, FSDP2, then one process on rank 0 alone, in float64: each one's
+    weights, step times, collectives and bytes (and its peak, on a GPU)."""
     res, group, f64 = {}, mesh.get_group(), torch.float64
     make = {"ddp": lambda: ddp(replica(cfg, f64, device), group),
-            "fsdp": lambda: build(cfg, f64, device, mesh)}
+            "fsdp": lambda: build(cfg, f64, device, mesh),
+            "single": lambda: replica(cfg, f64, device)}
     for name, fn in make.items():
-        dp = (rank, world)
+        dist.barrier(group)  # each strategy starts on a quiet machine
+        if name == "single" and rank != 0:
+            continue  # rank 1 waits at the last barrier: rank 0 trains alone
+        dp = (0, 1) if name == "single" else (rank, world)
+        gpu_peak(device, reset=True)
         model, times = fn(), []
         opt = adam(model)
         with Traffic() as traffic:  # the first step: counted, and a warm-up
@@ -167,6 +195,6 @@ def strategies(cfg, data, device, mesh, rank, world, steps) -> dict:
         res[name] = {"params": gpt.full_params(getattr(model, "module", model)),
                      "step_s": statistics.median(times), "samples": times,
                      "traffic": traffic.bytes, "calls": traffic.calls,
-                     "bytes": state_bytes(model, opt)}
-        dist.barrier(group)
+                     "bytes": state_bytes(model, opt), "peak": gpu_peak(device)}
+    dist.barrier(group)
     return res

@@ -11,8 +11,8 @@ so that `loss_parallel` takes the cross-entropy of sharded logits, then FSDP2 ov
 "dp". It trains in float64, saves model and Adam state with DCP at step --steps
 (timing all but the first) and trains --more steps: OUT/mesh_r{rank}.pt. Then ranks 0
 and 1 run gpt_fsdp.py's lessons and resume the checkpoint on their own layout
-(gpt_resume.py), OUT/fsdp_r{rank}.pt, while rank 2 trains one process alone. Needs
-gpt.py, gpt_fsdp.py and gpt_resume.py.
+(gpt_resume.py), OUT/fsdp_r{rank}.pt, while ranks 2 and 3 wait. Needs gpt.py,
+gpt_fsdp.py and gpt_resume.py.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from gpt_fsdp import (
     Traffic,
     adam,
     build,
+    gpu_peak,
     lessons,
     local_bytes,
-    replica,
     state_bytes,
     strategies,
     train,
@@ -140,19 +140,6 @@ def build_memory(device, mesh) -> dict:
             "largest": max(p.numel() for p in gpt.GPT(cfg).parameters()) * 4}
 
 
-def one_process(cfg, data, device, k: int, m: int) -> dict:
-    """The reference: the whole model, the whole batch, k + m steps in one process."""
-    model, times = replica(cfg, torch.float64, device), []
-    opt = adam(model)
-    train(model, opt, data, 1)  # a warm-up, untimed like the others' counted step
-    train(model, opt, data, k - 1, first=1, times=times)
-    res = {"single_k": gpt.full_params(model)}
-    train(model, opt, data, m, first=k)
-    return res | {"single_km": gpt.full_params(model), "single": {
-        "step_s": statistics.median(times), "samples": times, "traffic": {},
-        "bytes": state_bytes(model, opt)}}
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="folder for the results")
@@ -160,6 +147,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--more", type=int, default=2, help="steps after the save")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
     args = p.parse_args(argv)
+    if args.steps < 2 or args.more < 1:  # a timed step after the first; a step after
+        p.error(f"need --steps >= 2 and --more >= 1, got {args.steps}, {args.more}")
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     # quiet: gathering a 2-D DTensor whole (full_tensor) takes 2 steps, said each time
     logging.getLogger("torch.distributed.tensor._redistribute").setLevel(logging.ERROR)
@@ -181,14 +170,14 @@ def main(argv: list[str] | None = None) -> None:
     res["placements"] = {n: [str(pl) for pl in q.placements]
                          for n, q in model.named_parameters()}
     res["local"] = local_bytes(model.parameters())
-    times = []
+    times, _ = [], gpu_peak(device, reset=True)  # from here: the mesh's peak
     with Traffic() as traffic:  # the first step: counted, and a warm-up
         train(model, opt, data, 1, dp=dp, loss_context=loss_parallel)  # NEW
     train(model, opt, data, k - 1, first=1, dp=dp, loss_context=loss_parallel,
           times=times)
     res["mesh"] = {"step_s": statistics.median(times), "samples": times,
                    "traffic": traffic.bytes, "calls": traffic.calls,
-                   "bytes": state_bytes(model, opt)}
+                   "bytes": state_bytes(model, opt), "peak": gpu_peak(device)}
     res["mesh_k"] = gpt.full_params(model)
     msd, osd = get_state_dict(model, opt)  # NEW: this rank's shards, by name
     dcp.save({"model": msd, "optim": osd}, checkpoint_id=out / "ckpt")  # NEW
@@ -206,10 +195,6 @@ def main(argv: list[str] | None = None) -> None:
                "resume": resume(cfg, data, device, pair, (rank, 2), out / "ckpt", k,
                                 args.more)}
         torch.save(two, out / f"fsdp_r{rank}.pt")
-    elif rank == 2:  # meanwhile, the reference
-        res |= one_process(cfg, data, device, k, args.more)
-    if device.type == "cuda":  # the largest this GPU held
-        res["max_memory_allocated"] = torch.cuda.max_memory_allocated(device)
     torch.save(res, out / f"mesh_r{rank}.pt")
     print(f"rank {rank}: done, results in {out}")
     dist.barrier()  # ranks 2 and 3 wait here

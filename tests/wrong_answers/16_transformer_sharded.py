@@ -1,17 +1,22 @@
 """Typical wrong answers to notebook 16's exercises: each check must say "not yet"."""
 
 WRONG = {
-    1: ["def bytes_per_rank(n, world, stage):\n"
-        "    return 16 * n if stage == 'ddp' else 16 * n / world  # zero2 as FSDP2",
-        "def bytes_per_rank(n, world, stage):\n"
-        "    if stage == 'ddp':\n"
-        "        return 16 * n\n"
-        "    if stage == 'zero2':  # only Adam's state sharded: that is ZeRO-1\n"
-        "        return 8 * n + 8 * n / world\n"
-        "    return 16 * n / world",
-        "def bytes_per_rank(n, world, stage):\n"
-        "    return {'ddp': 12, 'zero2': 4 + 8 / world, 'fsdp': 12 / world}[stage] * n"
-        "  # gradients forgotten"],
+    1: ["def bytes_per_rank(n, world, stage):  # the float32 master weights forgotten\n"
+        "    whole, split = {'ddp': (12, 0), 'zero1': (4, 8), 'zero2': (2, 10),\n"
+        "                    'fsdp': (0, 12)}[stage]\n"
+        "    return whole * n + split * n / world",
+        "def bytes_per_rank(n, world, stage):  # ZeRO-1 written as ZeRO-2\n"
+        "    whole, split = {'ddp': (16, 0), 'zero1': (2, 14), 'zero2': (2, 14),\n"
+        "                    'fsdp': (0, 16)}[stage]\n"
+        "    return whole * n + split * n / world",
+        "def bytes_per_rank(n, world, stage):  # §7's float32 bytes: 4 + 4 + 8\n"
+        "    whole, split = {'ddp': (16, 0), 'zero1': (8, 8), 'zero2': (4, 12),\n"
+        "                    'fsdp': (0, 16)}[stage]\n"
+        "    return whole * n + split * n / world",
+        "def bytes_per_rank(n, world, stage):  # divided by world - 1, not world\n"
+        "    whole, split = {'ddp': (16, 0), 'zero1': (4, 12), 'zero2': (2, 14),\n"
+        "                    'fsdp': (0, 16)}[stage]\n"
+        "    return whole * n + split * n / max(world - 1, 1)"],
     2: ["answer = ('S(0)', 'S(0)')  # as if rows were split, like q, k, v",
         "answer = ('_S(0, 2)', 'S(1)')  # a strided shard, as for a column split",
         "answer = ('S(1)', 'S(1)')  # FSDP2 shards the same dim as TP"],
