@@ -9,7 +9,11 @@ WRONG = {
         "def gflops_by_dtype(n):  # seconds per multiply, not GFLOP/s\n"
         "    made = {dt: [torch.randn(n, n, dtype=dt, device=device) for _ in 'xy']\n"
         "            for dt in DTYPES}\n"
-        "    return {dt: matmul_timing(x, y).median for dt, (x, y) in made.items()}"],
+        "    return {dt: matmul_timing(x, y).median for dt, (x, y) in made.items()}",
+        "def gflops_by_dtype(n):  # FLOP/s, not GFLOP/s\n"
+        "    made = {dt: [torch.randn(n, n, dtype=dt, device=device) for _ in 'xy']\n"
+        "            for dt in DTYPES}\n"
+        "    return {dt: matmul_rate(x, y) * 1e9 for dt, (x, y) in made.items()}"],
     3: ["def pick_device(i=0):  # right on this machine only\n"
         "    return torch.device('cpu')",
         "def pick_device(i=0):  # never checks that device i exists\n"
