@@ -16,9 +16,8 @@ from torch import nn
 if TYPE_CHECKING:
     from torchvision.models import ResNet
 
-__all__ = ["MLP", "STAGE_TOLERANCE", "PipelinedResNet", "SmallCNN", "TwoStageResNet",
-           "diabetes_split", "make_resnet", "max_rel_diff", "split_stages",
-           "training_memory"]
+__all__ = ["MLP", "STAGE_TOLERANCE", "SmallCNN", "diabetes_split", "make_resnet",
+           "max_rel_diff", "split_stages", "training_memory"]
 
 # the largest max_rel_diff between a model cut in stages and the whole model (12, 13)
 STAGE_TOLERANCE = 1e-4
@@ -88,47 +87,11 @@ def make_resnet(num_classes: int = 10, norm: str = "batch", seed: int = 0) -> Re
 
 
 def split_stages(model: ResNet) -> tuple[nn.Sequential, nn.Sequential]:
-    """Cut `make_resnet`'s model after layer1 in two stages (notebooks 12, 14)."""
+    """Cut `make_resnet`'s model after layer1 in two stages (notebooks 12-14)."""
     m = model
     stage1 = nn.Sequential(m.conv1, m.bn1, m.relu, m.maxpool, m.layer1)
     stage2 = nn.Sequential(m.layer2, m.layer3, m.avgpool, nn.Flatten(1), m.fc)
     return stage1, stage2
-
-
-class TwoStageResNet(nn.Module):
-    """Model parallel: stage 1 on `dev0`; stage 2 and the output on `dev1` (12)."""
-
-    def __init__(self, model: ResNet, dev0: torch.device | str,
-                 dev1: torch.device | str):
-        super().__init__()
-        self.dev0, self.dev1 = torch.device(dev0), torch.device(dev1)
-        stage1, stage2 = split_stages(model)
-        self.stage1, self.stage2 = stage1.to(self.dev0), stage2.to(self.dev1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Run stage 1 on dev0, copy the activation to dev1, run stage 2 there."""
-        act = self.stage1(x.to(self.dev0))
-        return self.stage2(act.to(self.dev1))
-
-
-class PipelinedResNet(TwoStageResNet):
-    """One process, two devices: micro-batch i+1 in stage 1 while i in stage 2 (13)."""
-
-    def __init__(self, model: ResNet, dev0: torch.device | str,
-                 dev1: torch.device | str, split_size: int = 8):
-        super().__init__(model, dev0, dev1)
-        self.split_size = split_size
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Feed `split_size` micro-batches; async CUDA queues let the stages overlap."""
-        chunks = iter(x.to(self.dev0).split(self.split_size))
-        ready = self.stage1(next(chunks)).to(self.dev1)
-        outs = []
-        for chunk in chunks:
-            outs.append(self.stage2(ready))  # queued on dev1 ...
-            ready = self.stage1(chunk).to(self.dev1)  # ... while dev0 runs the next one
-        outs.append(self.stage2(ready))
-        return torch.cat(outs)
 
 
 def max_rel_diff(got: Sequence[torch.Tensor], ref: Sequence[torch.Tensor]) -> float:

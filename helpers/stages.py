@@ -1,4 +1,4 @@
-"""Pipeline arithmetic: what a schedule leaves idle, and what stage timelines show.
+"""Pipeline arithmetic: what stage timelines show, idle time and overlap.
 
 A timeline is a list of `Event`s, as notebooks/scripts/stages.py records them;
 `helpers.plotting.plot_timeline` draws one. Each docstring ends with its notebooks.
@@ -8,17 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["Event", "bubble_fraction", "idle_fraction", "overlap_time"]
+__all__ = ["Event", "idle_fraction", "overlap_time"]
 
 Event = tuple[int, str, int, float, float]
 """One bar of a timeline: (stage, "F" or "B", micro-batch, start s, end s)."""
-
-
-def bubble_fraction(stages: int, micro_batches: int) -> float:
-    """Return the idle fraction (p-1)/(m+p-1) of a fill-drain schedule (notebook 13)."""
-    if stages < 1 or micro_batches < 1:
-        raise ValueError("need at least one stage and one micro-batch")
-    return (stages - 1) / (micro_batches + stages - 1)
 
 
 def idle_fraction(events: Sequence[Event]) -> float:
