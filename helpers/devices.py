@@ -6,7 +6,6 @@ CUDA. Each docstring ends with the notebooks that use it.
 
 from __future__ import annotations
 
-import ctypes
 import numbers
 import os
 import platform
@@ -14,14 +13,13 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
 
-__all__ = ["RankPlan", "cuda_started", "env_report", "fallback_device", "fresh_python",
-           "num_gpus", "rank_plan", "set_visible_devices", "try_all_gpus", "try_gpu"]
+__all__ = ["RankPlan", "env_report", "fallback_device", "fresh_python", "num_gpus",
+           "rank_plan", "try_all_gpus", "try_gpu"]
 
 
 def num_gpus() -> int:
@@ -151,11 +149,6 @@ def env_report() -> str:
     return "\n".join(lines)
 
 
-_DRIVER_NAMES = ("nvcuda.dll",) if sys.platform == "win32" else ("libcuda.so.1",
-                                                                   "libcuda.so")
-_CUDA_SUCCESS = 0  # cuDeviceGetCount returns 3 (NOT_INITIALIZED) before cuInit
-
-
 def fresh_python(code: str, env: Mapping[str, str | None] | None = None,
                  timeout: float = 120.0) -> str:
     """Run `code` in a new Python with `env` (None unsets); return output (04, 07)."""
@@ -169,40 +162,3 @@ def fresh_python(code: str, env: Mapping[str, str | None] | None = None,
         tail = "\n".join(text.splitlines()[-10:])
         raise RuntimeError(f"child Python exited with {out.returncode}:\n{tail}")
     return text
-
-
-def _load_driver() -> ctypes.CDLL | None:
-    """Return the CUDA driver library, or None when this machine has none."""
-    for name in _DRIVER_NAMES:
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            continue
-    return None
-
-
-def cuda_started() -> bool:
-    """Return True once this process has started CUDA, fixing its GPUs (notebook 04)."""
-    if torch.cuda.is_initialized():
-        return True
-    driver = _load_driver()
-    if driver is None:
-        return False
-    count = ctypes.c_int(0)
-    return driver.cuDeviceGetCount(ctypes.byref(count)) == _CUDA_SUCCESS
-
-
-def set_visible_devices(devices: str | int | Iterable[int]) -> str:
-    """Set CUDA_VISIBLE_DEVICES here and for children; warn if CUDA started (04)."""
-    if isinstance(devices, int):
-        devices = [devices]
-    value = devices if isinstance(devices, str) else ",".join(f"{d:d}" for d in devices)
-    os.environ["CUDA_VISIBLE_DEVICES"] = value
-    if cuda_started():
-        warnings.warn(
-            f"CUDA_VISIBLE_DEVICES={value!r} was set after CUDA started in this "
-            "process, so this process keeps the GPUs it already sees; only processes "
-            "launched from now on get the new list. Set it in the shell, or restart "
-            "and set it before the first torch.cuda call.", RuntimeWarning,
-            stacklevel=2)
-    return value

@@ -1,16 +1,22 @@
-"""Tests of CUDA_VISIBLE_DEVICES in helpers.devices: fresh processes, "too late"."""
+"""Tests of CUDA_VISIBLE_DEVICES: helpers.devices.fresh_python, and the driver and
+"too late" paths of notebook 04's cuda_started and set_visible_devices that a machine
+without (or with) a GPU cannot reach when the notebook runs."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
+import types
 import warnings
+from collections.abc import Iterable
 
+import nbformat
 import pytest
 import torch
+from conftest import NOTEBOOK_DIR
 
-from helpers import devices as devices_mod
-from helpers.devices import cuda_started, fresh_python, set_visible_devices
+from helpers.devices import fresh_python
 
 
 class _FakeDriver:
@@ -64,52 +70,68 @@ def test_fresh_python_times_out():
         fresh_python("import time; time.sleep(30)", timeout=0.5)
 
 
+def _notebook(ctypes_module=ctypes) -> dict:
+    """Run notebook 04's two definition cells in a namespace; return the namespace."""
+    ns = {"ctypes": ctypes_module, "os": os, "torch": torch, "warnings": warnings,
+          "Iterable": Iterable}
+    nb = nbformat.read(NOTEBOOK_DIR / "04_choosing_gpus.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.source.startswith(("def cuda_started", "def set_visible_devices")):
+            exec(cell.source, ns)
+    assert {"cuda_started", "set_visible_devices"} <= ns.keys()
+    return ns
+
+
+def _driver(result: int | None) -> types.SimpleNamespace:
+    """A ctypes stand-in whose CDLL finds no driver (None) or a fake one."""
+    def cdll(name):
+        if result is None:
+            raise OSError(name)
+        return _FakeDriver(result)
+    return types.SimpleNamespace(CDLL=cdll, c_int=ctypes.c_int, byref=ctypes.byref)
+
+
 def test_cuda_started_is_false_without_a_driver(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
-    monkeypatch.setattr(devices_mod, "_load_driver", lambda: None)
-    assert cuda_started() is False
+    assert _notebook(_driver(None))["cuda_started"]() is False
 
 
 def test_cuda_started_asks_the_driver(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
-    monkeypatch.setattr(devices_mod, "_load_driver", lambda: _FakeDriver(3))
-    assert cuda_started() is False  # CUDA_ERROR_NOT_INITIALIZED: cuInit not called
-    monkeypatch.setattr(devices_mod, "_load_driver", lambda: _FakeDriver(0))
-    assert cuda_started() is True
+    # CUDA_ERROR_NOT_INITIALIZED: cuInit not called
+    assert _notebook(_driver(3))["cuda_started"]() is False
+    assert _notebook(_driver(0))["cuda_started"]() is True
 
 
 def test_cuda_started_when_torch_initialised(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
-    monkeypatch.setattr(devices_mod, "_load_driver", lambda: None)
-    assert cuda_started() is True
+    assert _notebook(_driver(None))["cuda_started"]() is True
 
 
 def test_cuda_started_runs_on_this_machine():
+    cuda_started = _notebook()["cuda_started"]
     assert isinstance(cuda_started(), bool)
     if not torch.cuda.is_available():
         assert cuda_started() is False
-
-
-def test_load_driver_returns_none_when_missing(monkeypatch):
-    monkeypatch.setattr(devices_mod, "_DRIVER_NAMES", ("libno_such_driver.so.99",))
-    assert devices_mod._load_driver() is None
 
 
 @pytest.mark.parametrize("devices, value", [("1,2", "1,2"), ("", ""), (3, "3"),
                                             ([1, 0], "1,0"), ((2,), "2")])
 def test_set_visible_devices_formats_and_sets(monkeypatch, devices, value):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "unchanged")
-    monkeypatch.setattr(devices_mod, "cuda_started", lambda: False)
+    ns = _notebook()
+    ns["cuda_started"] = lambda: False
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert set_visible_devices(devices) == value
+        assert ns["set_visible_devices"](devices) == value
     assert os.environ["CUDA_VISIBLE_DEVICES"] == value
 
 
 def test_set_visible_devices_warns_when_too_late(monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "unchanged")
-    monkeypatch.setattr(devices_mod, "cuda_started", lambda: True)
+    ns = _notebook()
+    ns["cuda_started"] = lambda: True
     # the advice: restart first, then set it (setting it, then restarting, loses it)
     with pytest.warns(RuntimeWarning, match="after CUDA started.*restart and set it"):
-        assert set_visible_devices([0]) == "0"
+        assert ns["set_visible_devices"]([0]) == "0"
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "0"  # still reaches child processes
