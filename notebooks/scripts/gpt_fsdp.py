@@ -18,6 +18,7 @@ from contextlib import nullcontext
 import gpt
 import torch
 import torch.distributed as dist
+from fsdp_model import nbytes  # notebook 14's: the bytes this rank stores
 from torch import nn
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
@@ -63,19 +64,13 @@ class Traffic(TorchDispatchMode):
         return out
 
 
-def local_bytes(tensors) -> int:
-    """Return the bytes this rank stores for `tensors` (its shard of a DTensor)."""
-    parts = [t.to_local() if hasattr(t, "to_local") else t for t in tensors]
-    return sum(t.numel() * t.element_size() for t in parts)
-
-
 def state_bytes(model: nn.Module, opt) -> dict[str, int]:
     """Return this rank's bytes of parameters, gradients and Adam state."""
     params = list(model.parameters())
     state = [v for s in opt.state.values() for k, v in s.items() if k != "step"]
-    return {"params": local_bytes(params),
-            "grads": local_bytes(p.grad for p in params if p.grad is not None),
-            "optimizer": local_bytes(state)}
+    return {"params": nbytes(params),
+            "grads": nbytes(p.grad for p in params if p.grad is not None),
+            "optimizer": nbytes(state)}
 
 
 def train(model, opt, data, steps: int, first: int = 0, dp=(0, 1), micro: int = 1,
@@ -161,7 +156,7 @@ def lessons(cfg, data, device, mesh, rank, world, steps) -> dict:
         x, y = (t.chunk(world)[rank].to(device)
                 for t in gpt.batch(data, 0, BATCH, cfg.block))
         logits = model(x)
-        held = local_bytes(model.parameters())  # registered between forward, backward
+        held = nbytes(model.parameters())  # registered between forward, backward
         with Traffic() as backward:
             gpt.loss_fn(logits, y).backward()
         opt.step()  # §7: the bytes a step leaves on this rank

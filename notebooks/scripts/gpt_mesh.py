@@ -30,13 +30,13 @@ import gpt
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from fsdp_model import nbytes
 from gpt_fsdp import (
     Traffic,
     adam,
     build,
     gpu_peak,
     lessons,
-    local_bytes,
     state_bytes,
     strategies,
     train,
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     opt = adam(model)
     res["placements"] = {n: [str(pl) for pl in q.placements]
                          for n, q in model.named_parameters()}
-    res["local"] = local_bytes(model.parameters())
+    res["local"] = nbytes(model.parameters())
     times, _ = [], gpu_peak(device, reset=True)  # from here: the mesh's peak
     with Traffic() as traffic:  # the first step: counted, and a warm-up
         train(model, opt, data, 1, dp=dp, loss_context=loss_parallel)  # NEW
