@@ -83,8 +83,33 @@ def test_check_compares_a_hashed_answer_without_showing_it(capsys):
     assert check(27, hashed=digest(27))
     assert not check(26, hashed=digest(27))
     out = capsys.readouterr().out.splitlines()
-    assert out == ["right", "not yet: 26 is not it"]
+    assert out == ["right", "not yet: 26 is not it: reread the exercise's question"]
     assert "27" not in digest(27)
+
+
+def test_a_hashed_answer_is_right_in_any_plain_type(capsys):
+    import numpy as np
+    import torch
+
+    from helpers.exercises import digest
+
+    for same in (728128.0, np.int64(728128), torch.tensor(728128), np.float32(728128)):
+        assert check(same, hashed=digest(728128)), f"{same!r} of {type(same)} rejected"
+    assert check([3, 4.0], hashed=digest((3, 4)))
+    assert check({2: [1, 5]}, hashed=digest({2: (1.0, 5)}))
+    for other in (728128.5, 728129, (728128,), "728128", True):
+        assert not check(other, hashed=digest(728128)), f"{other!r} accepted"
+    assert digest(True) != digest(1), "a bool must not pass for the int it equals"
+    capsys.readouterr()
+
+
+def test_a_solution_says_whose_answer_was_right(capsys):
+    from helpers.exercises import SOLUTION_RIGHT
+
+    assert check(27, 27, solution=True)
+    assert capsys.readouterr().out.strip() == SOLUTION_RIGHT
+    assert not check(26, 27, solution=True)
+    assert capsys.readouterr().out.startswith("not yet")
 
 
 def test_verdict_says_too_noisy_when_the_spread_crosses_an_edge():

@@ -22,6 +22,7 @@ import nbformat
 from conftest import NOTEBOOKS
 from exercise_plugin import wrong_answers
 
+from helpers.exercises import SOLUTION_RIGHT
 from tools import notebook_conventions as conv
 from tools.learner_time import markdown_words
 
@@ -435,9 +436,10 @@ def _exercise_problems(path: Path) -> list[str]:
         if not _ends_with_checked_assert(solution.source):
             problems.append(f"cell {j} (solution {n}): end with "
                             "`assert check(...), \"...\"`")
-        if _output_texts(solution).strip() != "right":
+        if _output_texts(solution).strip() not in ("right", SOLUTION_RIGHT):
             problems.append(f"cell {j} (solution {n}): its stored output must be "
-                            "'right' alone, so it shows no answer")
+                            f"{SOLUTION_RIGHT!r} alone (check(..., solution=True)), "
+                            "so it shows no answer and says whose it is")
         shared = sorted(bound_names(solution.source) & bound_names(cell.source))
         if shared:
             problems.append(f"cell {j} (solution {n}) rebinds the learner's names "
