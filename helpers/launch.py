@@ -1,8 +1,11 @@
 """Run `torchrun` from a notebook cell: show the command, stream each rank, stop it all.
 
-On a failure, timeout or interrupt, psutil stops every process of the launch, and a
-`LaunchError` says why: the failed rank's exception from torchrun's error file (main
-decorated with `@record`), else its last lines. Used by notebooks 09-17 and bench/.
+On a failure, timeout or interrupt, psutil stops every process of the launch. A failure
+or timeout raises a `LaunchError` that says why: the failed rank's exception from
+torchrun's error file (main decorated with `@record`), else its last lines. An interrupt
+raises `LaunchInterrupted`, a KeyboardInterrupt, so that no `except LaunchError` (nor
+`except Exception`) can swallow it and the lesson stops. Used by notebooks 09-17 and
+bench/.
 """
 
 from __future__ import annotations
@@ -49,12 +52,20 @@ os._exit(0)
 
 
 class LaunchError(RuntimeError):
-    """A launch failed, timed out or was interrupted; it stopped all (notebook 10)."""
+    """A launch failed or timed out; it stopped every process (notebook 10)."""
 
     def __init__(self, message: str, rank: int | None = None,
                  result: LaunchResult | None = None):
         super().__init__(message)
         self.rank, self.result = rank, result
+
+
+class LaunchInterrupted(KeyboardInterrupt):
+    """The learner interrupted a launch; every process of it was stopped (09-17)."""
+
+    def __init__(self, message: str, result: LaunchResult | None = None):
+        super().__init__(message)
+        self.result = result
 
 
 @dataclass
@@ -204,16 +215,22 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
         except (KeyboardInterrupt, TimeoutError) as stop:  # Ctrl-C: a notebook's too
             stopped = stop
         result.seconds = time.monotonic() - t0
-        alive = _stop(agents, result.tag)  # also what a rank left running behind it
+        while True:  # also what a rank left running behind it
+            try:
+                alive = _stop(agents, result.tag)
+                break
+            except KeyboardInterrupt as again:  # a second Ctrl-C: finish stopping first
+                stopped = again
         for reader in readers:  # each pipe closes once nothing of the launch is left
             reader.join(5)
         result.returncodes = [a.returncode for a in agents]
         failures = {int(r): f for n in range(nnodes)
                     if (saved := Path(logs, f"failures{n}.json")).exists()
                     for r, f in json.loads(saved.read_text()).items()}
-    if isinstance(stopped, KeyboardInterrupt):
-        raise LaunchError("interrupted: stopped every process of the launch.",
-                          result=result)
+    if isinstance(stopped, KeyboardInterrupt):  # not a LaunchError: nothing catches it
+        raise LaunchInterrupted(
+            "interrupted: stopped every process of the launch; this cell's results are "
+            "incomplete, so run it again before the cells below.", result=result)
     if stopped:
         raise LaunchError(
             f"timed out after {timeout:g} s; still running: rank "

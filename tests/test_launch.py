@@ -16,7 +16,12 @@ import pytest
 psutil = pytest.importorskip("psutil", reason="a launch stops processes with psutil")
 
 from helpers import launch  # noqa: E402
-from helpers.launch import LaunchError, free_port, torchrun  # noqa: E402
+from helpers.launch import (  # noqa: E402
+    LaunchError,
+    LaunchInterrupted,
+    free_port,
+    torchrun,
+)
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals")
 
@@ -214,16 +219,23 @@ def _interrupt_when_started(pids: Path, count: int) -> None:
     os.kill(os.getpid(), signal.SIGINT)
 
 
-def test_interrupt_stops_everything(tmp_path):
+def test_interrupt_stops_everything_and_is_never_a_launch_error(tmp_path):
+    """A notebook's `except LaunchError` (or `except Exception`) must not swallow it."""
     body = 'print("up", flush=True)\ntime.sleep(600)\n'
     watcher = threading.Thread(target=_interrupt_when_started,
                                args=(tmp_path / "pids", 2), daemon=True)
     watcher.start()
     t0 = time.monotonic()
-    with pytest.raises(LaunchError, match="^interrupted") as info:
-        torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False, timeout=60)
+    with pytest.raises(KeyboardInterrupt, match="^interrupted") as info:
+        try:
+            torchrun(_script(tmp_path, body), tmp_path / "pids", echo=False,
+                     timeout=60)
+        except Exception as err:  # what a notebook cell may catch
+            pytest.fail(f"the interrupt surfaced as {type(err).__name__}: {err}")
     watcher.join()
     assert time.monotonic() - t0 < 40, "the interrupt did not stop the launch"
+    assert isinstance(info.value, LaunchInterrupted), type(info.value)
+    assert "run it again" in str(info.value), str(info.value)
     _assert_nothing_left(tmp_path, info.value.result.tag)
 
 
