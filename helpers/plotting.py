@@ -32,6 +32,12 @@ _CHAR_PX = 8.5  # a generous width of one character at 10 pt and 100 dpi, in pix
 # what a trace bar's label leaves out: "aten::addmm" reads "addmm"
 _PREFIXES = re.compile(
     r"^(?:autograd::engine::evaluate_function: |aten::|Optimizer\.step#)+")
+# collectives by the names nccl, gloo and c10d give them: each is drawn as its own kind
+_COLLECTIVES = {"all-reduce": r"all_?reduce", "all-gather": r"all_?gather",
+                "reduce-scatter": r"reduce_?scatter", "all-to-all": r"all_?to_?all",
+                "broadcast": r"(?<![a-z])broadcast(?!_tensors|_to|_shapes)",
+                "send/recv": r"(?<![a-z])(?:i?send|i?recv)(?![a-z])",
+                "barrier": r"(?<![a-z])barrier"}
 
 
 def subplots(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
@@ -75,13 +81,28 @@ def line_plot(x: Sequence[float], ys: dict[str, Sequence[float]], title: str = "
         if len(y) != len(x):
             raise ValueError(f"series {name!r} has {len(y)} points, x has {len(x)}")
         ax.plot(list(x), list(y), marker="o", markersize=5, label=name)
-    if logx:
-        ax.set_xscale("log")
-    if logy:
-        ax.set_yscale("log")
+    values = [v for y in ys.values() for v in y]
+    for axis, on, data in ((ax.xaxis, logx, list(x)), (ax.yaxis, logy, values)):
+        if on:
+            _log_ticks(ax, axis, data)
     if len(ys) > 1:
         ax.legend(fontsize=FONT_SIZE)
     return _finish(ax, title, ylabel, xlabel)
+
+
+def _log_ticks(ax: Axes, axis: Any, data: Sequence[float]) -> None:
+    """Set a log scale; label 1, 2, 5 per decade in plain numbers if it spans few."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    (ax.set_xscale if axis is ax.xaxis else ax.set_yscale)("log")
+    positive = [float(v) for v in data if v > 0]
+    if not positive or max(positive) / min(positive) >= 1e4:
+        return  # many decades: the decades themselves are enough labels
+    subs = (1.0, 2.0, 5.0) if max(positive) / min(positive) >= 10 else (
+        1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 7.0)
+    axis.set_major_locator(LogLocator(base=10, subs=subs))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
 
 
 Bar = tuple[float, float, float, str, str]  # lane, left, width, colour, label
@@ -135,11 +156,20 @@ def plot_timeline(timelines: Mapping[str, Sequence[Event]],
     return fig
 
 
+def _kind(event: Any) -> str:
+    """Return what a trace bar is coloured by: its collective, else its phase."""
+    name = event.name.lower()
+    found = (kind for kind, pattern in _COLLECTIVES.items() if re.search(pattern, name))
+    return next(found, event.phase)
+
+
 def plot_trace(events: Sequence[Any], title: str = "", max_depth: int = 3) -> Figure:
     """Draw trace events on lanes, one per row and depth, by phase (06, 07, 11).
 
     `events` are scripts/traces.py's TraceEvents; those deeper than `max_depth - 1`
-    are left out; a bar carries its (shortened) name where the name fits.
+    are left out; a bar carries its (shortened) name where the name fits. A collective
+    (all-reduce, all-gather, ...) gets its own colour and legend entry, whatever phase
+    it ran in.
     """
     from matplotlib.patches import Patch
 
@@ -153,7 +183,7 @@ def plot_trace(events: Sequence[Any], title: str = "", max_depth: int = 3) -> Fi
     lanes = [(row, d) for row in rows
              for d in sorted({e.depth for e in shown if e.row == row})]
     lane_of = {lane: i for i, lane in enumerate(lanes)}
-    phases = list(dict.fromkeys(e.phase for e in shown))
+    phases = list(dict.fromkeys(_kind(e) for e in shown))
     others = iter(PALETTE[3:] * (1 + len(phases) // len(PALETTE[3:])))
     colors = {p: PHASES.get(p) or (next(others) if p else _GREY) for p in phases}
     t0 = min(e.start for e in shown)
@@ -167,13 +197,14 @@ def plot_trace(events: Sequence[Any], title: str = "", max_depth: int = 3) -> Fi
         if lanes[i][0] != lanes[i - 1][0]:
             ax.axhline(i - 0.5, color="black", linewidth=0.8)
     handles = [Patch(color=colors[p], label=p or "unlabelled") for p in phases]
-    ax.legend(handles=handles, fontsize=FONT_SIZE, loc="upper right", ncol=len(phases),
+    ax.legend(handles=handles, fontsize=FONT_SIZE, loc="upper right",
+              ncol=min(len(phases), 4),
               bbox_to_anchor=(1.0, -0.14), frameon=False)
     ax.set_title(title, fontsize=TITLE_SIZE)
     ax.set_xlabel("ms from the first event", fontsize=FONT_SIZE + 1)
     ax.tick_params(labelsize=FONT_SIZE)
     ax.grid(axis="x", alpha=0.3)
-    bars = [(lane_of[(e.row, e.depth)], e.start - t0, e.duration, colors[e.phase],
+    bars = [(lane_of[(e.row, e.depth)], e.start - t0, e.duration, colors[_kind(e)],
              _PREFIXES.sub("", e.name)) for e in shown]
     _lanes(ax, bars, 0.8, span * 1.01)
     return fig

@@ -68,3 +68,59 @@ def test_import_has_no_side_effects():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True,
                             text=True, env={"MPLBACKEND": "Agg"}, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def _labels(ax, axis):
+    """Return the non-empty tick labels of `axis` ("x" or "y") inside the view."""
+    ax.figure.canvas.draw()
+    ticks = ax.get_yticklabels() if axis == "y" else ax.get_xticklabels()
+    lo, hi = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+    return [t.get_text() for t in ticks
+            if t.get_text() and lo <= (t.get_position()[1 if axis == "y" else 0]) <= hi]
+
+
+@pytest.mark.parametrize("lo, hi", [(20.0, 206.0), (30.0, 60.0), (0.02, 0.9)])
+def test_a_log_axis_within_a_few_decades_labels_values_between_powers_of_ten(lo, hi):
+    """A sweep from 20 to 206 GFLOP/s once drew a single label, "10²"."""
+    fig = line_plot([32, 64, 128, 256], {"cpu": [lo, (lo + hi) / 2, hi, hi]},
+                    logx=True, logy=True, ylabel="GFLOP/s")
+    labels = _labels(fig.axes[0], "y")
+    assert len(labels) >= 3, labels
+    values = [float(t.replace("\u2212", "-")) for t in labels]  # plain numbers
+    assert all(lo / 2 <= v <= hi * 2 for v in values), values
+    assert_readable(fig)
+    plt.close(fig)
+
+
+def test_a_log_axis_over_many_decades_keeps_the_decades():
+    fig = line_plot([1, 2, 4], {"gpu": [1.0, 1e3, 1e6]}, logy=True)
+    labels = _labels(fig.axes[0], "y")
+    assert 3 <= len(labels) <= 10, labels
+    plt.close(fig)
+
+
+def test_trace_gives_each_collective_its_own_colour_and_legend_entry():
+    """Notebook 11's all-reduces ran inside backward and were drawn as backward."""
+    from collections import namedtuple
+
+    from helpers.plotting import plot_trace
+
+    ev = namedtuple("ev", "name row start duration depth phase end")
+    events = [ev("forward", "CPU thread 0", 0.0, 2.0, 0, "forward", 2.0),
+              ev("backward", "CPU thread 0", 2.0, 4.0, 0, "backward", 6.0),
+              ev("gloo:all_reduce", "CPU thread 1", 3.0, 2.0, 0, "backward", 5.0),
+              ev("nccl:all_gather", "CPU thread 1", 5.0, 1.0, 0, "backward", 6.0),
+              ev("aten::broadcast_tensors", "CPU thread 0", 2.0, 1.0, 1, "backward",
+                 3.0)]
+    fig = plot_trace(events)
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["forward", "backward", "all-reduce", "all-gather"], legend
+    colors = [p.get_facecolor() for p in ax.patches if p.get_width() > 0]
+    assert len(set(colors)) == 4, colors  # broadcast_tensors is no collective
+    handles = {t.get_text(): h.get_facecolor()
+               for t, h in zip(ax.get_legend().get_texts(),
+                               ax.get_legend().legend_handles, strict=True)}
+    assert colors[2] == handles["all-reduce"] != handles["backward"] == colors[1]
+    assert_readable(fig)
+    plt.close(fig)
