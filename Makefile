@@ -20,7 +20,7 @@ NB_RUN := --nbval-current-env --nbval-cell-timeout=300
 NBVAL  := --nbval $(NB_RUN) --nbval-sanitize-with tests/sanitize.cfg
 
 .PHONY: help setup lab test lint unit nbval outputs bench badges html test-browser \
-        test-gpu setup-compat test-compat clean
+        test-gpu setup-compat test-compat setup-floor test-floor clean
 
 help:
 	@echo "make lab      set up, then open the course in JupyterLab (ARGS=... passes options)"
@@ -35,6 +35,8 @@ help:
 	@echo "                   (PYTHON_ENV=system: use the current Python, install nothing)"
 	@echo "make test-compat   unit tests and every notebook (nbval-lax) on Colab's pair:"
 	@echo "                   Python 3.13 and torch 2.11, in .venv-compat"
+	@echo "make test-floor    unit tests on the floor: Python 3.10, the pinned torch and"
+	@echo "                   no Jupyter stack (as on a GPU box with torch preinstalled)"
 	@echo "Pick notebooks with NOTEBOOKS=notebooks/01_cuda_queries.ipynb (outputs, nbval)"
 
 setup: $(STAMP)
@@ -83,6 +85,38 @@ test-compat: $(COMPAT_STAMP)
 	    sys.version.split()[0], '· torch', torch.__version__)"
 	$(COMPAT_BIN)/pytest tests --ignore=tests/browser -m "not tooling" $(NOTEBOOKS) \
 	    --nbval-lax $(NB_RUN) --durations=0
+
+# The stated floor, Python 3.10 with the pinned torch, on a torch-only interpreter:
+# torch, torchvision, scikit-learn, matplotlib, tqdm, psutil and pytest from
+# requirements.txt, and no Jupyter, nbval or ruff (how a GPU box with a preinstalled
+# torch runs the tests). The unit tests run; those that need the Jupyter stack skip,
+# saying why.
+FLOOR_VENV   := .venv-floor
+FLOOR_BIN    := $(FLOOR_VENV)/bin
+FLOOR_STAMP  := $(FLOOR_VENV)/.installed
+FLOOR_PYTHON ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.10*/bin/python3) \
+                            $(shell command -v python3.10 2>/dev/null))
+TORCH_ONLY := grep -E '^(torch|torchvision|scikit-learn|matplotlib|tqdm|psutil|pytest)([<>=!~ ;[]|$$)' \
+              requirements.txt
+
+$(FLOOR_BIN)/python:
+	@[[ -n "$(FLOOR_PYTHON)" ]] || { echo "make test-floor needs Python 3.10:" \
+	    "pyenv install 3.10, or FLOOR_PYTHON=/path/to/python3.10" >&2; exit 1; }
+	$(FLOOR_PYTHON) -m venv $(FLOOR_VENV)
+
+$(FLOOR_STAMP): $(FLOOR_BIN)/python requirements.txt
+	$(FLOOR_BIN)/python -m pip install -q --disable-pip-version-check -r <($(TORCH_ONLY)) \
+	    2> >(grep -v "^WARNING: Location" >&2)
+	touch $@
+
+setup-floor: $(FLOOR_STAMP)
+
+test-floor: export TQDM_DISABLE := 1
+test-floor: export PYTHONHASHSEED := 0
+test-floor: $(FLOOR_STAMP)
+	@$(FLOOR_BIN)/python -c "import sys, torch; print('floor lane: Python', \
+	    sys.version.split()[0], '· torch', torch.__version__, '· no Jupyter stack')"
+	PYTHONPATH=$(CURDIR) $(FLOOR_BIN)/pytest tests --ignore=tests/browser -rs --durations=20
 
 # JupyterLab refuses to run as root unless told; containers and CI often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -151,4 +185,4 @@ test-gpu:
 endif
 
 clean:
-	rm -rf $(VENV) $(COMPAT_VENV) site reports bench/results.json
+	rm -rf $(VENV) $(COMPAT_VENV) $(FLOOR_VENV) site reports bench/results.json

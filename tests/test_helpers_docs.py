@@ -2,7 +2,7 @@
 
 "Used by" is read from the notebooks' own imports: `from helpers... import name`, or a
 module imported from helpers and used as `module.name`. A helper no notebook uses is
-not taught, so it does not belong in helpers/ (issue 19).
+not taught, so it does not belong in helpers/.
 """
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import re
+import types
 from pathlib import Path
 
-import nbformat
 import pytest
 from conftest import NOTEBOOKS
 
@@ -45,8 +46,9 @@ def _python(source: str) -> ast.Module | None:
 def _uses(path: Path) -> set[str]:
     """Return the `module.name`s of helpers that a notebook's code imports or calls."""
     found, modules = set(), {}
-    trees = [t for c in nbformat.read(path, as_version=4).cells
-             if c.cell_type == "code" and (t := _python(c.source))]
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]  # no nbformat needed
+    trees = [t for c in cells
+             if c["cell_type"] == "code" and (t := _python("".join(c["source"])))]
     for tree in trees:
         for node in ast.walk(tree):
             if (isinstance(node, ast.ImportFrom)
@@ -65,15 +67,21 @@ def _uses(path: Path) -> set[str]:
 
 
 USES = {p.name[:2]: _uses(p) for p in NOTEBOOKS}
+def _is_class(obj: object) -> bool:
+    """True for a class; an alias such as tuple[int, str] is none (3.10 says it is)."""
+    return inspect.isclass(obj) and not isinstance(obj, types.GenericAlias)
+
+
 PUBLIC = [(m, name) for m in MODULES
           for mod in [importlib.import_module(f"helpers.{m}")]
           for name in getattr(mod, "__all__", [])
-          if inspect.isfunction(obj := getattr(mod, name)) or inspect.isclass(obj)]
+          if inspect.isfunction(obj := getattr(mod, name)) or _is_class(obj)]
 
 
-def _returns(module: str, name: str) -> object:
+def _signature(module: str, name: str) -> str:
+    """Return a function's annotations as text ("" for a class)."""
     obj = getattr(importlib.import_module(f"helpers.{module}"), name)
-    return inspect.signature(obj).return_annotation if inspect.isfunction(obj) else ""
+    return str(inspect.signature(obj)) if inspect.isfunction(obj) else ""
 
 
 def test_the_reference_reader():
@@ -86,8 +94,9 @@ def test_the_reference_reader():
 def test_docstring_names_the_notebooks_that_use_it(module, name):
     obj = getattr(importlib.import_module(f"helpers.{module}"), name)
     used = {number for number, names in USES.items() if name in names}
-    if inspect.isclass(obj):  # a result type is used wherever what returns it is
-        used |= {number for m, f in PUBLIC if name in str(_returns(m, f))
+    if _is_class(obj):  # a type is used wherever what takes or returns it is
+        used |= {number for m, f in PUBLIC
+                 if re.search(rf"\b{name}\b", _signature(m, f))
                  for number, names in USES.items() if f in names}
     assert used, f"helpers.{module}.{name}: no notebook uses it; is it taught?"
     said = _said(inspect.getdoc(obj) or "")

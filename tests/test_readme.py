@@ -46,3 +46,18 @@ def test_table_rows_parse_and_a_wrong_row_does_not():
     good = "| 01 | [A](notebooks/01_a.ipynb) | t | c | g | m | 4 s | 30 min |"
     assert table_rows(good) == [("01", "01_a.ipynb", 30)]
     assert table_rows(good.replace("30 min", "thirty")) == []
+
+
+def test_the_size_knobs_the_readme_names_are_the_ones_the_notebooks_read():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    said = re.search(r"size knob \(`(\w+)`, or `(\w+)` in (\d\d)\)", text)
+    assert said, "the README no longer names the notebooks' size knobs"
+    common, odd, number = said.groups()
+    for path in NOTEBOOKS:
+        source = path.read_text(encoding="utf-8")
+        reads = {k for k in (common, odd) if f'environ.get(\\"{k}\\"' in source}
+        expected = {odd} if path.name.startswith(number) else {common}
+        assert not reads or reads == expected, (
+            f"{path.name} reads {sorted(reads)}; the README says {sorted(expected)}")
+    assert any(path.name.startswith(number) and f'\\"{odd}\\"' in path.read_text()
+               for path in NOTEBOOKS), f"no notebook {number} reads {odd}"
