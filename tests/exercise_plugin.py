@@ -1,5 +1,13 @@
-"""A pytest plugin: after each notebook exercise that nbval runs, feed its check the
-typical wrong answers in tests/wrong_answers/NN_name.py and expect "not yet".
+"""A pytest plugin that adds items to nbval's run of each notebook:
+
+- after each exercise, its check gets the typical wrong answers in
+  tests/wrong_answers/NN_name.py, and must say "not yet";
+- under strict nbval, each cell that launches processes runs a second time, and must
+  give the same stored output (the same lesson when a learner runs it again), before
+  the cells that read its results;
+- after each solution tagged `timing`, its exercise and solution run again
+  LOAD_REPEATS times with a busy process on every core, and the solution must still
+  be right: a timing lesson must hold on a learner's laptop with a browser open.
 
 Loaded for every pytest run by pyproject.toml (`-p tests.exercise_plugin`), so it
 works whether pytest is pointed at tests/, at notebooks/, or at both.
@@ -10,12 +18,36 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+import re
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WRONG_ANSWERS = Path(os.environ.get("COURSE_WRONG_ANSWERS",  # tests can point it away
                                     ROOT / "tests" / "wrong_answers"))
+
+
+# A call that starts processes; a cell that only defines a function is not a launch.
+LAUNCH = re.compile(r"\b(torchrun|fresh_python|mp\.spawn|start_processes|"
+                    r"subprocess\.(run|Popen|check_output|check_call))\(")
+SKIP_TAGS = {"colab-setup", "nbval-skip"}  # the Colab cell does nothing elsewhere
+LOAD_REPEATS = int(os.environ.get("COURSE_LOAD_REPEATS", 3))
+BURN = "while True: pass"  # one busy core
+
+
+def is_launch(cell) -> bool:
+    """True for a code cell that starts processes when it runs."""
+    code = "\n".join(line for line in cell.source.split("\n")
+                     if not line.lstrip().startswith("#"))
+    tags = set(cell.metadata.get("tags", []))
+    if tags & SKIP_TAGS or not LAUNCH.search(code):
+        return False
+    body = ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                               for line in cell.source.split("\n"))).body
+    return not all(isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Import,
+                                     ast.ImportFrom)) for node in body)
 
 
 def wrong_answers(notebook: Path) -> dict[int, list[str]]:
@@ -53,6 +85,29 @@ def pytest_collection_modifyitems(session, config, items):
         return
     import nbformat
 
+    class RunAgain(IPyNbCell):
+        """Run a launch cell a second time; strict nbval compares it with its output."""
+
+    class UnderLoad(IPyNbCell):
+        """Rerun an exercise and its solution with every core busy; expect right."""
+
+        def runtest(self):
+            from helpers.exercises import SOLUTION_RIGHT
+
+            burners = [subprocess.Popen([sys.executable, "-c", BURN])
+                       for _ in range(os.cpu_count() or 1)]
+            try:
+                super().runtest()
+            finally:
+                for burner in burners:
+                    burner.kill()
+                    burner.wait()
+            said = "".join(o.get("text", "") for o in self.test_outputs
+                           if o.get("name") == "stdout").strip().splitlines()
+            assert said and said[-1] == SOLUTION_RIGHT, (
+                f"{self.name}: under load the solution did not print "
+                f"{SOLUTION_RIGHT!r}; it said: {said[-3:]!r}")
+
     class WrongAnswer(IPyNbCell):
         """Run one wrong answer and expect the exercise's check to say "not yet"."""
 
@@ -67,9 +122,26 @@ def pytest_collection_modifyitems(session, config, items):
     added = []
     for item in items:
         added.append(item)
-        if not isinstance(item, IPyNbCell) or isinstance(item, WrongAnswer):
+        if not isinstance(item, IPyNbCell) or type(item) is not IPyNbCell:
             continue
-        if "exercise" not in item.cell.metadata.get("tags", []):
+        tags = item.cell.metadata.get("tags", [])
+        strict = bool(item.parent.compare_outputs)  # --nbval, not --nbval-lax
+        if strict and item.cell.cell_type == "code" and is_launch(item.cell):
+            added.append(RunAgain.from_parent(
+                item.parent, name=f"{item.name} run again", cell_num=item.cell_num,
+                cell=item.cell, options=item.options))
+        if "solution" in tags and "timing" in tags:
+            cells = item.parent.nb.cells
+            k = next(k for k, c in enumerate(cells) if c is item.cell)
+            exercise = next(c for c in reversed(cells[:k]) if c.cell_type == "code")
+            source = exercise.source + "\n" + item.cell.source
+            for r in range(1, LOAD_REPEATS + 1):
+                cell = nbformat.v4.new_code_cell(source)
+                added.append(UnderLoad.from_parent(
+                    item.parent, name=f"{item.name} under load {r}",
+                    cell_num=item.cell_num, cell=cell,
+                    options=defaultdict(bool, check=False)))
+        if "exercise" not in tags:
             continue
         cells = [c for c in item.parent.nb.cells if "exercise" in
                  c.metadata.get("tags", [])]

@@ -59,3 +59,65 @@ def test_a_wrong_answer_that_the_check_accepts_fails(run):
     assert items["99_accepted"] == [("Cell 0", "PASSED"), ("Cell 1", "PASSED"), (
         "Cell 1 exercise 1 wrong answer 1", "FAILED")], done.stdout[-2000:]
     assert "did not say 'not yet'" in done.stdout, done.stdout[-2000:]
+
+
+# A launch cell whose lesson changes on a second run, one whose lesson holds, and a
+# solution tagged `timing`; under strict nbval, with stored outputs as Run All left.
+LAUNCH = ("import subprocess, sys\n"
+          "RUNS = globals().get('RUNS', 0) + 1\n"
+          "said = subprocess.run([sys.executable, '-c', 'print(6 * 7)'],\n"
+          "                      capture_output=True, text=True).stdout.strip()\n"
+          "print(said{})")
+
+
+def _cell(source: str, said: str, n: int, tags: tuple[str, ...] = ()):
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": list(tags)})
+    cell.execution_count = n
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=said + "\n")]
+    return cell
+
+
+@pytest.fixture(scope="module")
+def strict(tmp_path_factory) -> dict[str, list]:
+    from helpers.exercises import SOLUTION_RIGHT
+
+    tmp = tmp_path_factory.mktemp("strict")
+    (tmp / "wrong").mkdir()
+    lessons = {"96_same_again": "", "97_changes_again": ", 'run', RUNS"}
+    for stem, extra in lessons.items():
+        nb = nbformat.v4.new_notebook(cells=[
+            _cell("from helpers import check", "", 1),
+            _cell(LAUNCH.format(extra), "42" + (" run 1" if extra else ""), 2),
+            _cell("answer = ...  # 2 + 2\ncheck(answer, 4)",
+                  "not answered yet: replace the `...` with your answer, then rerun",
+                  3, ("exercise",)),
+            _cell("assert check(2 + 2, 4, solution=True)", SOLUTION_RIGHT, 4,
+                  ("solution", "timing"))])
+        for cell in nb.cells[:1]:
+            cell.outputs = []
+        nbformat.write(nb, tmp / f"{stem}.ipynb")
+        (tmp / "wrong" / f"{stem}.py").write_text("WRONG = {1: ['answer = 5']}\n")
+    env = {**os.environ, "COURSE_WRONG_ANSWERS": str(tmp / "wrong"),
+           "PYTHONPATH": str(ROOT), "COURSE_LOAD_REPEATS": "2"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p",
+         "tests.exercise_plugin", "--nbval", "--nbval-current-env",
+         *(f"{stem}.ipynb" for stem in lessons)],
+        cwd=tmp, env=env, capture_output=True, text=True, timeout=120)
+    items = {stem: [] for stem in lessons}
+    for stem, name, outcome in RESULT.findall(done.stdout):
+        items[stem].append((name, outcome))
+    return items
+
+
+def test_a_launch_cell_runs_again_and_must_give_the_same_output(strict):
+    assert ("Cell 1 run again", "PASSED") in strict["96_same_again"], strict
+    assert ("Cell 1 run again", "FAILED") in strict["97_changes_again"], strict
+    assert ("Cell 0 run again", "PASSED") not in strict["96_same_again"], (
+        "an import is no launch", strict)
+
+
+def test_a_timing_solution_reruns_under_load(strict):
+    runs = [(n, o) for n, o in strict["96_same_again"] if "under load" in n]
+    assert runs == [("Cell 3 under load 1", "PASSED"),
+                    ("Cell 3 under load 2", "PASSED")], strict
