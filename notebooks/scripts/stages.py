@@ -119,9 +119,11 @@ def cut_shape(image: int) -> tuple[int, int, int]:
 
 
 def wait(device: torch.device) -> None:
-    """Wait for this rank's queued GPU work (CPU work is done when a call returns)."""
+    """Wait for the GPU work queued on this rank's stream (CPU work is already done)."""
     if device.type == "cuda":  # setup() never picks mps: it has no collectives
-        torch.cuda.synchronize(device)
+        # this stream only: torch.cuda.synchronize would also wait for nccl's stream,
+        # where receives posted for later micro-batches wait for their senders
+        torch.cuda.current_stream(device).synchronize()
 
 
 def pipeline_step(stage: nn.Module, x: torch.Tensor, y: torch.Tensor,
@@ -133,6 +135,12 @@ def pipeline_step(stage: nn.Module, x: torch.Tensor, y: torch.Tensor,
     # micro-batch and sends the activation's gradient back. split_size = batch size is
     # naive model parallelism. The loss is the whole batch's mean, so the gradients
     # equal unpipelined ones. x and y are on `device`.
+    # The order of sends and receives matters: nccl runs a rank's sends and receives
+    # one after another, in the order they were called, and a send ends only when its
+    # receive runs. So rank 1 posts every activation's receive before any gradient's
+    # send: in the other order its first gradient's send would wait for rank 0's
+    # receive, queued behind rank 0's next send, which waits for rank 1: a deadlock
+    # that only nccl's buffering of small messages hides.
     rank, t0 = dist.get_rank(), time.perf_counter() if t0 is None else t0
     events: list[Event] = []
     pending, outs = [], []
@@ -154,10 +162,11 @@ def pipeline_step(stage: nn.Module, x: torch.Tensor, y: torch.Tensor,
             dist.recv(grad, src=1)
             timed("B", i, lambda out=out, grad=grad: out.backward(grad))
     else:
-        for i, yi in enumerate(y.split(split_size)):
-            act = torch.empty(len(yi), *cut_shape(x.shape[-1]), dtype=x.dtype,
-                              device=device)
-            dist.recv(act, src=0)
+        acts = [torch.empty(len(yi), *cut_shape(x.shape[-1]), dtype=x.dtype,
+                            device=device) for yi in y.split(split_size)]
+        received = [dist.irecv(act, src=0) for act in acts]  # all posted first
+        for i, (act, yi) in enumerate(zip(acts, y.split(split_size), strict=True)):
+            received[i].wait()
             act.requires_grad_()
             out = timed("F", i, lambda act=act: stage(act))
             loss = F.cross_entropy(out, yi, reduction="sum") / len(y)
