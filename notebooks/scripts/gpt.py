@@ -1,8 +1,9 @@
 """A small decoder-only transformer (GPT) on Python's documentation, bytes as tokens.
 
 One file shared by notebooks 15 and 16: the model, a layout-independent init, the text,
-the global batch of each step, and the FLOPs-per-token estimate. torch and the standard
-library only, so a copied scripts/ folder runs anywhere.
+the global batch of each step, the FLOPs-per-token estimate and a cited table of GPU
+peaks for MFU. torch and the standard library only, so a copied scripts/ folder runs
+anywhere.
 
     cfg = Config()                      # tiny: many steps in seconds on a 2-core CPU
     model = GPT(cfg); init_weights(model, seed=0)
@@ -14,6 +15,7 @@ library only, so a copied scripts/ folder runs anywhere.
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 import zlib
 from dataclasses import dataclass
@@ -25,9 +27,14 @@ from torch.utils.checkpoint import checkpoint
 
 __all__ = ["Config", "GPT", "Block", "Attention", "MLP", "init_weights", "corpus",
            "corpus_pin", "batch", "loss_fn", "count_params", "flops_per_token",
-           "TOLERANCE", "full_params", "max_diff", "PINNED"]
+           "TOLERANCE", "full_params", "max_diff", "PINNED", "RECOMPUTE", "DATASHEET",
+           "datasheet_peak"]
 
 TOLERANCE = 1e-10  # float64: the largest weight difference two strategies may show
+# "attention" redoes the whole attention sub-layer (norm1, q/k/v, RoPE, the attention
+# core, proj): neither Korthikanti et al.'s selective recomputation (the core alone)
+# nor torchtitan's op-level selective activation checkpointing
+RECOMPUTE = ("none", "attention", "full")
 
 
 @dataclass
@@ -100,7 +107,7 @@ class Block(nn.Module):
     def forward(self, x: torch.Tensor, recompute: str = "none") -> torch.Tensor:
         if recompute == "full":  # keep the block's input; redo the block in backward
             return checkpoint(self._layer, x, use_reentrant=False)
-        if recompute == "attention":  # selective: redo only the attention sub-layer
+        if recompute == "attention":  # redo the attention sub-layer, keep the MLP's
             x = x + checkpoint(self._attention, x, use_reentrant=False)
             return x + self.mlp(self.norm2(x))
         return self._layer(x)
@@ -109,12 +116,15 @@ class Block(nn.Module):
 class GPT(nn.Module):
     """Token embedding, `layers` blocks, a final norm, and a head tied to the embedding.
 
-    `recompute` is "none", "full" (checkpoint every block) or "attention" (selective).
+    `recompute` is "none", "full" (checkpoint every block) or "attention" (checkpoint
+    each block's attention sub-layer, norm included): see RECOMPUTE.
     """
 
     def __init__(self, cfg: Config, recompute: str = "none"):
         super().__init__()
         assert cfg.dim % cfg.heads == 0, f"dim {cfg.dim} must split into {cfg.heads}"
+        if recompute not in RECOMPUTE:
+            raise ValueError(f"recompute={recompute!r}: choose one of {RECOMPUTE}")
         self.cfg, self.recompute = cfg, recompute
         self.tok = nn.Embedding(cfg.vocab, cfg.dim)
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.layers))
@@ -123,8 +133,9 @@ class GPT(nn.Module):
         self.tie_weights()
 
     def tie_weights(self) -> None:
-        """Share one tensor between embedding and head; again after `to_empty`, which
-        gives every module new tensors and so unties them."""
+        """Share one tensor between embedding and head. Call it again after `to_empty`
+        on plain tensors, which gives each module a new Parameter and so unties them;
+        DTensor parameters (after `fully_shard`) are swapped in place and stay tied."""
         self.head.weight = self.tok.weight
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
@@ -154,7 +165,11 @@ def init_weights(model: nn.Module, seed: int = 0) -> None:
 
     Each full tensor is drawn in float64 from a generator seeded by the seed and the
     parameter's name, then cast and copied in (sharded first if it is a DTensor), so one
-    full parameter exists at a time, never the whole model.
+    full parameter exists at a time, never the whole model. The cost: every rank draws
+    every full tensor (W-fold work) and holds the float64 draw plus its cast, 12 bytes
+    x the largest parameter for float32, on the host. torchtitan instead runs its
+    `init_weights` on the DTensor parameters after `to_empty`: each rank fills only its
+    own shard, on its device, with DTensor's random ops.
     """
     for name, p in sorted(model.named_parameters(), key=lambda kv: _plain(kv[0])):
         name = _plain(name)
@@ -238,6 +253,29 @@ def flops_per_token(cfg: Config, n_params: int) -> int:
     nanoGPT's `estimate_mfu`, which like it ignores the causal mask's zeros.
     """
     return 6 * n_params + 12 * cfg.layers * cfg.block * cfg.dim
+
+
+# Cited: NVIDIA's datasheets, dense tensor-core TFLOP/s (half the "with sparsity"
+# figure) in the dtype the notebooks' steps use there; torchtitan's get_peak_flops
+# has the same bf16 figures. A name matches by whole words, so "H200" is not "GH200".
+DATASHEET = {
+    "T4": (torch.float16, 65), "A100": (torch.bfloat16, 312),
+    "H100 PCIe": (torch.bfloat16, 756), "H100 NVL": (torch.bfloat16, 835),
+    "H100 80GB HBM3": (torch.bfloat16, 989),  # the SXM board's name
+    "H200 NVL": (torch.bfloat16, 835), "H200": (torch.bfloat16, 989),
+    "GH200": (torch.bfloat16, 989)}
+
+
+def datasheet_peak(name: str, dtype: torch.dtype) -> float | None:
+    """Return the cited dense peak FLOP/s of GPU `name` in `dtype`, or None if the
+    table has no entry for that name and dtype. The longest matching entry wins."""
+    words = re.findall(r"[A-Za-z0-9]+", name)
+    for key in sorted(DATASHEET, key=lambda k: -len(k.split())):
+        n = len(key.split())
+        if any(words[i:i + n] == key.split() for i in range(len(words) - n + 1)):
+            kind, tflops = DATASHEET[key]
+            return tflops * 1e12 if kind == dtype else None
+    return None
 
 
 def full_params(model: nn.Module) -> dict[str, torch.Tensor]:
