@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -94,3 +96,47 @@ def test_three_ranks_run_the_collectives_and_the_ring(tmp_path):
     rows = bw["sweeps"]["gloo"]
     assert [r["bytes"] for r in rows] == [1024, 4096]
     assert all(r["busbw"] == pytest.approx(r["algbw"] * 4 / 3) for r in rows)
+
+
+def test_an_earlier_runs_flight_record_is_not_left_as_this_runs(buckets, group,
+                                                                tmp_path):
+    stale = tmp_path / "fr_rank0.json"
+    stale.write_text('[{"collective_seq_id": 99, "profiling_name": "stale"}]')
+    base = buckets.make_model(layers=2, width=8)
+    result = buckets.uneven(base, torch.device("cpu"), 8, 4, 5.0, tmp_path)
+    assert result["hang"] is None and result["join_rank_spread"] == 0, result
+    assert not stale.exists() or "stale" not in stale.read_text(), stale.read_text()
+
+
+def test_compression_sends_bfloat16_on_every_device(buckets, group):
+    base = buckets.make_model(layers=2, width=8)
+    got = buckets.compress(base, torch.device("cpu"), 8, 4, steps=2)
+    assert set(got) == {"float32", "bfloat16", "weight_rel_diff"}, got
+    assert got["bfloat16"]["bytes_per_step"] * 2 == got["float32"]["bytes_per_step"]
+    src = (SCRIPTS / "comm_buckets.py").read_text()
+    assert "is_bf16_supported" not in src.replace(
+        "torch.cuda.is_bf16_supported is about computing", ""), (
+        "is_bf16_supported is about computing in bf16, not about nccl sending it")
+
+
+def test_bucket_caps_are_timed_without_a_python_hook(buckets, group, monkeypatch):
+    timed = []
+    monkeypatch.setattr(buckets, "time_caps", lambda models, *a, **k: (
+        timed.extend(models.values()), {c: [0.0] for c in models})[1])
+    monkeypatch.setattr(buckets, "profile_step", lambda *a, **k: None)
+    monkeypatch.setattr(buckets, "compress", lambda *a, **k: {})
+    monkeypatch.setattr(buckets, "uneven", lambda *a, **k: {})
+    monkeypatch.setattr(buckets, "overlap_fraction", lambda trace: 0.0)
+    hooked = []
+    real = buckets.seen_buckets
+    monkeypatch.setattr(buckets, "seen_buckets", lambda m, x, y: (
+        hooked.append(m), real(m, x, y))[1])
+    monkeypatch.setattr(buckets, "setup", lambda device: torch.device("cpu"))
+    monkeypatch.setattr(buckets.dist, "destroy_process_group", lambda: None)
+    out = Path(tempfile.mkdtemp())
+    for name in ("ddp", "by_hand"):
+        (out / f"trace_{name}.json").write_text("{}")
+    buckets.main(["--out", str(out), "--layers", "2", "--width", "8",
+                  "--caps", "0.0001,25"])
+    assert len(timed) == 2 and not any(m in hooked for m in timed), (
+        "the timed models must not be the ones a Python comm hook was put on")

@@ -7,13 +7,15 @@ An MLP of --layers square Linear layers (each 256 KiB of float32 gradients, plus
 its bias, at the default width 256) is trained with DDP. The script writes to --out:
 - buckets.json: the buckets a comm hook saw (GradBucket.index and bytes) for each
   --caps value of bucket_cap_mb, the parameters' bytes, and the step times of the
-  caps in interleaved rounds;
+  caps in interleaved rounds, timed on copies without a hook (DDP's own C++
+  all-reduce: a Python hook would add its cost to every bucket);
 - trace_ddp.json, trace_by_hand.json (rank 0): profiler traces of one step of DDP
   (the smallest buckets, on a larger batch: --profile-batch) and of one step that
   averages the gradients by hand after backward, and overlap.json: the share of
   all-reduce time that ran during backward in each;
 - compress.json: bytes handed to all_reduce per step with and without
-  bf16_compress_hook (fp16 on GPUs without bf16), and how far the weights moved;
+  bf16_compress_hook, and how far the weights moved (gloo and nccl reduce bfloat16
+  on every device; torch.cuda.is_bf16_supported is about computing in it);
 - uneven.json and fr_rank<r>.json: ranks with different numbers of batches, first
   without Join (a hang, ended by a short timeout; the Flight Recorder's entries of
   the hung group, where this torch has one), then with Join.
@@ -177,11 +179,8 @@ def count_bytes(sent: list[int]):
 def compress(base: nn.Module, device: torch.device, width: int, bsz: int,
              steps: int) -> dict:
     """Train two copies, with and without a compressing comm hook; compare them."""
-    bf16 = device.type == "cpu" or torch.cuda.is_bf16_supported(
-        including_emulation=False)  # a T4 only emulates bf16: fp16 there
-    hooks = {"float32": default_hooks.allreduce_hook,
-             "bfloat16" if bf16 else "float16": default_hooks.bf16_compress_hook
-             if bf16 else default_hooks.fp16_compress_hook}
+    hooks = {"float32": default_hooks.allreduce_hook,  # nccl sums bf16 on a T4 too
+             "bfloat16": default_hooks.bf16_compress_hook}
     result, weights = {}, {}
     for name, hook in hooks.items():
         model = wrap(copy.deepcopy(base), device, cap=25)
@@ -215,6 +214,8 @@ def uneven(base: nn.Module, device: torch.device, width: int, bsz: int,
     model = wrap(copy.deepcopy(base), device, cap=25, group=short)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     result = {"batches": mine, "hang": None}
+    recorded = out / f"fr_rank{rank}.json"
+    recorded.unlink(missing_ok=True)  # an earlier run's record is not this one's
     start = time.monotonic()
     try:
         for s in range(mine):
@@ -227,7 +228,7 @@ def uneven(base: nn.Module, device: torch.device, width: int, bsz: int,
     if fr is not None:  # the Flight Recorder: the last collectives of each group
         entries = pickle.loads(fr()).get("entries", [])
         keep = ("collective_seq_id", "profiling_name", "input_sizes", "state")
-        (out / f"fr_rank{rank}.json").write_text(json.dumps(
+        recorded.write_text(json.dumps(
             [{k: e.get(k) for k in keep} for e in entries
              if e.get("process_group", [None])[0] == short.group_name]))
     joined = dist.new_group(backend="gloo")  # a fresh group: the hung one is done
@@ -270,8 +271,9 @@ def main(argv: list[str] | None = None) -> None:
     base = make_model(args.layers, args.width)
     x, y = batch(args.width, args.batch, 0, device)
     caps = [float(c) for c in args.caps.split(",")]
+    buckets = {cap: seen_buckets(wrap(copy.deepcopy(base), device, cap), x, y)
+               for cap in caps}  # the hook stays on those copies: not timed
     models = {cap: wrap(copy.deepcopy(base), device, cap) for cap in caps}
-    buckets = {cap: seen_buckets(m, x, y) for cap, m in models.items()}
     times = time_caps(models, x, y, args.rounds, args.steps, device)
     xp, yp = batch(args.width, args.profile_batch, 1, device)  # more compute
     profile_step(models[min(caps)], xp, yp, by_hand=False, path=out / "trace_ddp.json")

@@ -89,7 +89,10 @@ def ring_all_reduce(t: torch.Tensor) -> int:
         got = torch.empty_like(chunks[recv_i])
         ops = [dist.P2POp(dist.isend, chunks[send_i], right),
                dist.P2POp(dist.irecv, got, left)]
-        for req in dist.batch_isend_irecv(ops):  # one grouped call: nccl needs it
+        # Grouped: the send and the receive are posted together before either is
+        # waited on. Plain isend/irecv work too; a blocking send first on every rank
+        # could wait forever on nccl, whose send may wait until its receive is posted.
+        for req in dist.batch_isend_irecv(ops):
             req.wait()
         sent += chunks[send_i].numel() * chunks[send_i].element_size()
         if step < world - 1:
