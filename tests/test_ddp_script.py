@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import statistics
 import sys
+import time
 
 import pytest
 import torch
@@ -90,6 +91,35 @@ def test_resume_restores_model_optimizer_and_losses(parts, tmp_path):
     assert said == [f"resumed from {path} at epoch 2, after step 16"], said
     path.unlink()
     assert resume(path, fresh, fresh_opt, torch.device("cpu"), said.append) == (0, [])
+
+
+def test_as_ranks_sums_over_the_threads_and_surfaces_an_error_without_a_hang():
+    """Notebook 10's exercise 2 checks answers with it: it must be a real all_reduce."""
+    as_ranks = load_script(SCRIPT.with_name("ddp_by_hand.py")).as_ranks
+    models = [torch.nn.Linear(2, 1) for _ in range(3)]
+    for r, m in enumerate(models):
+        for p in m.parameters():
+            p.grad = torch.full_like(p, r + 1.0)
+
+    def twice(model, world, all_reduce):  # two collectives, as a per-tensor loop does
+        for p in model.parameters():
+            all_reduce(p.grad)
+            p.grad /= world
+
+    calls = as_ranks(twice, models)
+    assert sorted(calls) == [0, 0, 1, 1, 2, 2], calls
+    for m in models:  # (1 + 2 + 3) / 3 on every rank
+        assert all(torch.equal(p.grad, torch.full_like(p, 2.0)) for p in m.parameters())
+
+    def rank_one_fails(model, world, all_reduce):
+        if model is models[1]:
+            raise ValueError("rank 1 broke")
+        all_reduce(model.weight.grad)  # the others would wait for rank 1
+
+    t0 = time.monotonic()
+    with pytest.raises(ValueError, match="rank 1 broke"):
+        as_ranks(rank_one_fails, models)
+    assert time.monotonic() - t0 < 10, "the waiting ranks should be released at once"
 
 
 def test_the_planted_crash_fires_at_its_step_only(parts, group):

@@ -12,12 +12,16 @@ all-reduce per step, after `backward`, and nothing overlaps: the gain over the c
 by hand is one collective instead of eight. Overlap needs several buckets; notebook
 11 (Communication) measures it. Rank 0 reports how far apart the copies end, on
 every rank, and how many all-reduces each made per step; --dump saves that.
+`as_ranks` runs an averaging function as several ranks in threads of one process,
+with a stand-in all_reduce: notebook 10's exercise checks answers with it.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -29,6 +33,37 @@ from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.nn.utils import parameters_to_vector
+
+
+def as_ranks(fn: Callable, models: list[torch.nn.Module]) -> list[int]:
+    """Run fn(model, world, all_reduce) for every model at once, each in a thread that
+    stands in for a rank, with an all_reduce that sums over them in place, as
+    dist.all_reduce does; return the rank of every all_reduce call."""
+    world, posted, calls, errors = len(models), {}, [], []
+    meet = threading.Barrier(world, timeout=30)  # a missing rank: an error, no hang
+
+    def all_reduce(r: int, t: torch.Tensor, *args, **kwargs) -> None:
+        calls.append(r)
+        posted[r] = t.detach().clone()
+        meet.wait()  # every rank has posted its tensor
+        t.copy_(sum(posted[k] for k in range(world)))
+        meet.wait()  # every rank has read them all
+
+    def rank(r: int) -> None:
+        try:
+            fn(models[r], world, lambda t, *a, **k: all_reduce(r, t, *a, **k))
+        except Exception as err:  # raised again below, in the caller's thread
+            errors.append(err)
+            meet.abort()  # the other ranks stop waiting
+
+    threads = [threading.Thread(target=rank, args=(r,)) for r in range(world)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return calls
 
 
 def average_gradients(model: torch.nn.Module, world: int) -> int:
