@@ -1,5 +1,6 @@
 """Tests of notebooks/scripts/gpt.py (the transformer of notebooks 15 and 16) and
-gpt_ddp.py: determinism, an init independent of the layout, the FLOPs formula."""
+gpt_ddp.py: determinism, an init independent of the layout, the FLOPs formula, the
+datasheet lookup, the alternating timed rounds."""
 
 from __future__ import annotations
 
@@ -42,6 +43,15 @@ def test_init_is_deterministic_and_independent_of_layout(gpt):
         c = gpt.GPT(cfg)
     c.to_empty(device="cpu")
     assert c.head.weight is not c.tok.weight, "to_empty unties: re-tie after it"
+    swap = torch.__future__.get_swap_module_params_on_conversion()
+    torch.__future__.set_swap_module_params_on_conversion(True)
+    try:  # what DTensor parameters get: swapped in place, so the tie survives
+        with torch.device("meta"):
+            d = gpt.GPT(cfg)
+        d.to_empty(device="cpu")
+    finally:
+        torch.__future__.set_swap_module_params_on_conversion(swap)
+    assert d.head.weight is d.tok.weight, "swap_tensors keeps one Parameter object"
     c.tie_weights()
     gpt.init_weights(c, seed=3)
     wrapped = torch.nn.Sequential()
@@ -106,6 +116,27 @@ def test_recompute_gives_the_same_gradients(gpt):
         gpt.loss_fn(model(x), y).backward()
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
     assert torch.equal(grads[0], grads[1]) and torch.equal(grads[0], grads[2])
+    with pytest.raises(ValueError, match="selective"):
+        gpt.GPT(cfg, recompute="selective")  # not a silent "none"
+
+
+@pytest.mark.parametrize("name, dtype, tflops", [
+    ("NVIDIA H200", torch.bfloat16, 989), ("NVIDIA H200 NVL", torch.bfloat16, 835),
+    ("NVIDIA H100 NVL", torch.bfloat16, 835), ("NVIDIA H100 PCIe", torch.bfloat16, 756),
+    ("NVIDIA H100 80GB HBM3", torch.bfloat16, 989), ("Tesla T4", torch.float16, 65),
+    ("NVIDIA A100-SXM4-80GB", torch.bfloat16, 312), ("Tesla T4", torch.bfloat16, None),
+    ("NVIDIA H100", torch.bfloat16, None), ("NVIDIA H100 PCIe", torch.float32, None),
+    ("NVIDIA GeForce RTX 4090", torch.float16, None)])
+def test_datasheet_peak_by_whole_words_and_dtype(gpt, name, dtype, tflops):
+    got = gpt.datasheet_peak(name, dtype)
+    assert got == (None if tflops is None else tflops * 1e12), f"{name}, {dtype}: {got}"
+
+
+def test_datasheet_h200_is_not_gh200(gpt, monkeypatch):
+    table = {k: v for k, v in gpt.DATASHEET.items() if k != "GH200"}
+    monkeypatch.setattr(gpt, "DATASHEET", table)
+    assert gpt.datasheet_peak("NVIDIA GH200 480GB", torch.bfloat16) is None
+    assert gpt.datasheet_peak("NVIDIA H200", torch.bfloat16) == 989e12
 
 
 def test_ddp_step_all_reduces_only_the_last_micro_batch(gpt, group):
@@ -122,3 +153,17 @@ def test_ddp_step_all_reduces_only_the_last_micro_batch(gpt, group):
     x, y = gpt.batch(gpt.corpus(10_000), 0, 6, cfg.block)
     assert ddp_script.ddp_step(ddp, opt, x, y, 3, counter) == [0, 0, 1]
     assert counter["elements"] == gpt.count_params(model), "each gradient once"
+
+
+def test_timed_rounds_alternate_and_take_the_slowest_rank(gpt, group):
+    """Each round times DDP and one process; DDP's time is the slowest rank's."""
+    import argparse
+
+    ddp_script = importlib.import_module("gpt_ddp")
+    args = argparse.Namespace(batch_size=4, accum=2, rounds=3, round_steps=1)
+    out = ddp_script.timed(gpt.Config(layers=1, block=16), args, torch.device("cpu"),
+                           gpt.corpus(10_000))
+    assert len(out["ddp_step_s"]) == len(out["single_step_s"]) == 3, out
+    assert len(out["rank_step_s"]) == 1 and len(out["rank_step_s"][0]) == 3, out
+    assert out["ddp_step_s"] == [max(r) for r in zip(*out["rank_step_s"], strict=True)]
+    assert min(out["ddp_step_s"] + out["single_step_s"]) > 0, out

@@ -5,8 +5,11 @@
 In float64, every rank takes its chunk of each global batch, runs `--accum`
 micro-batches (all but the last under `no_sync()`, each loss divided by the count) and
 steps; a hook counts what DDP all-reduces in each micro-batch. Rank 0 also trains one
-process on the whole global batch, and compares the weights. Then the same in float32,
-timed: tokens per second for DDP and for one process alone.
+process on the whole global batch, and compares the weights. Then float32, timed in
+`--rounds` rounds that alternate DDP and one process alone (A B, B A, ...), each
+`--round-steps` steps of step 0's global batch (notebook 15's section 3 times the same
+step): a DDP step lasts until its slowest rank ends it, so each round's DDP time is the
+slowest rank's; the one process runs on rank 0 while the others wait at a barrier.
 """
 
 
@@ -88,48 +91,92 @@ def build(cfg: Config, dtype: torch.dtype, device: torch.device):
 
 def run(cfg: Config, args, dtype: torch.dtype, device: torch.device, steps: int,
         data: torch.Tensor) -> dict:
+    """Train `steps` steps with DDP and, on rank 0, one process; compare the weights."""
     rank, world = dist.get_rank(), dist.get_world_size()
     model, opt = build(cfg, dtype, device)
     ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
     counter = {"calls": 0, "elements": 0}
     ddp.register_comm_hook(counter, counting_hook)
-    calls, elements, seconds = [], [], []
+    calls, elements = [], []
     for step in range(steps):
         x, y = (t.chunk(world)[rank].to(device)  # this rank's rows of the global batch
                 for t in batch(data, step, args.batch_size, cfg.block))
         counter["elements"] = 0
-        start = time.perf_counter()
         calls.append(ddp_step(ddp, opt, x, y, args.accum, counter))
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        seconds.append(time.perf_counter() - start)
         elements.append(counter["elements"])
-    by_rank = [None] * world
-    dist.all_gather_object(by_rank, seconds)  # every rank's step times, to rank 0
-    out = {"allreduce_calls": calls, "elements_reduced": elements, "step_s": by_rank}
+    out = {"allreduce_calls": calls, "elements_reduced": elements}
     if rank == 0:  # one process, the whole global batch at once, no accumulation
         single, opt1 = build(cfg, dtype, device)
-        single_s = []
         for step in range(steps):
             x, y = (t.to(device) for t in batch(data, step, args.batch_size, cfg.block))
-            start = time.perf_counter()
             single_step(single, opt1, x, y)
-            if device.type == "cuda":
-                torch.cuda.synchronize(device)
-            single_s.append(time.perf_counter() - start)
-        out |= {"max_diff_single": max_diff(model, single), "single_step_s": single_s}
+        out["max_diff_single"] = max_diff(model, single)
     dist.barrier()
     return out
+
+
+def _seconds(fn, steps: int, device: torch.device) -> float:
+    """Return the wall seconds per call of `steps` calls of fn, synchronised."""
+    start = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return (time.perf_counter() - start) / steps
+
+
+def timed(cfg: Config, args, device: torch.device, data: torch.Tensor) -> dict:
+    """Time float32 DDP and one process in alternating rounds; seconds per step."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    model, opt = build(cfg, torch.float32, device)
+    ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+    counter = {"calls": 0, "elements": 0}
+    ddp.register_comm_hook(counter, counting_hook)
+    x, y = batch(data, 0, args.batch_size, cfg.block)  # one global batch, every step
+    xr, yr = x.chunk(world)[rank].to(device), y.chunk(world)[rank].to(device)
+    if rank == 0:
+        single, opt1 = build(cfg, torch.float32, device)
+        xs, ys = x.to(device), y.to(device)
+
+    def ddp_round() -> list[float]:
+        dist.barrier()  # every rank starts the round together
+        mine = _seconds(lambda: ddp_step(ddp, opt, xr, yr, args.accum, counter),
+                        args.round_steps, device)
+        by_rank = [None] * world
+        dist.all_gather_object(by_rank, mine)
+        return by_rank
+
+    def single_round() -> float:
+        dist.barrier()
+        mine = _seconds(lambda: single_step(single, opt1, xs, ys), args.round_steps,
+                        device) if rank == 0 else 0.0
+        seconds = [mine]
+        dist.broadcast_object_list(seconds, src=0)  # the others wait here
+        return seconds[0]
+
+    ddp_round(), single_round()  # warm-up: first calls allocate and pick kernels
+    ranks, single_s = [], []
+    for i in range(args.rounds):  # A B, B A, ...: a drifting load slows both alike
+        if i % 2:
+            single_s.append(single_round())
+            ranks.append(ddp_round())
+        else:
+            ranks.append(ddp_round())
+            single_s.append(single_round())
+    return {"rank_step_s": [list(r) for r in zip(*ranks, strict=True)],
+            "ddp_step_s": [max(r) for r in ranks], "single_step_s": single_s,
+            "round_steps": args.round_steps}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=Path("build/gpt_ddp.json"))
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    parser.add_argument("--batch-size", type=int, default=8, help="the global batch")
+    parser.add_argument("--batch-size", type=int, default=16, help="the global batch")
     parser.add_argument("--accum", type=int, default=2, help="micro-batches per step")
     parser.add_argument("--steps", type=int, default=3, help="float64 steps compared")
-    parser.add_argument("--timed-steps", type=int, default=8, help="float32 steps")
+    parser.add_argument("--rounds", type=int, default=5, help="float32 timed rounds")
+    parser.add_argument("--round-steps", type=int, default=4, help="steps per round")
     parser.add_argument("--dim", type=int, default=Config.dim)
     parser.add_argument("--layers", type=int, default=Config.layers)
     args = parser.parse_args()
@@ -138,11 +185,13 @@ def main() -> None:
     if args.batch_size % (world * args.accum):
         raise SystemExit(f"--batch-size {args.batch_size} must split into {world} "
                          f"ranks x {args.accum} micro-batches")
+    if min(args.steps, args.rounds, args.round_steps) < 1:
+        raise SystemExit("--steps, --rounds and --round-steps must be at least 1")
     cfg, data = Config(dim=args.dim, layers=args.layers), corpus()
     result = {"world": world, "device": device.type, "backend": dist.get_backend(),
               "accum": args.accum, "batch_size": args.batch_size, "block": cfg.block}
     result["float64"] = run(cfg, args, torch.float64, device, args.steps, data)
-    result["float32"] = run(cfg, args, torch.float32, device, args.timed_steps, data)
+    result["float32"] = timed(cfg, args, device, data)
     if rank == 0:
         diff = result["float64"]["max_diff_single"]
         print(f"{world} ranks, {dist.get_backend()} on {device.type}: DDP with "
