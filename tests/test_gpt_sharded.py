@@ -78,28 +78,72 @@ def test_mesh_placements_tie_and_weights_after_a_step(group):
     assert diff <= gpt.TOLERANCE, f"mesh vs replica after a step: {diff:.1e}"
 
 
-def test_resume_through_dcp_equals_the_full_state_handed_over(group, tmp_path):
+def test_resume_through_dcp_gives_back_every_tensor_of_the_saved_state(group, tmp_path):
     import torch.distributed.checkpoint as dcp
-    from torch.distributed.checkpoint.state_dict import (
-        StateDictOptions,
-        get_state_dict,
-    )
+    from torch.distributed.checkpoint.state_dict import get_state_dict
     data = gpt.corpus()
     model = fsdp.build(CFG, torch.float64, CPU, one_rank_mesh((1, 1), ("dp", "tp"))
                        ["dp"])
     opt = fsdp.adam(model)
     fsdp.train(model, opt, data, 2)
+    saved = fsdp.full_state(model, opt)  # read from the tensors, not a state_dict
     msd, osd = get_state_dict(model, opt)
     dcp.save({"model": msd, "optim": osd}, checkpoint_id=tmp_path / "ckpt")
-    torch.save(get_state_dict(model, opt, options=StateDictOptions(
-        full_state_dict=True, cpu_offload=True)), tmp_path / "handover.pt")
     fsdp.train(model, opt, data, 1, first=2)
     res = resume_script.resume(CFG, data, CPU, one_rank_mesh(), (0, 1),
                                tmp_path / "ckpt", 2, 1)
-    assert gpt.max_diff(res["dcp"], res["handover"]) == 0, "DCP changed the state"
+    got = res["dcp_k"]
+    assert sorted(got) == sorted(saved), sorted(set(got) ^ set(saved))
+    assert any(key.endswith(":exp_avg_sq") for key in saved), "no Adam state read"
+    unequal = [key for key in saved if not torch.equal(got[key], saved[key])]
+    assert not unequal, f"DCP changed {unequal}"
     assert gpt.max_diff(res["dcp"], model) <= gpt.TOLERANCE, "not the same run"
     skipped = gpt.max_diff(res["dcp"], res["model_only"])
     assert skipped > 1e-6, f"a fresh Adam changed only {skipped:.1e}"
+
+
+def test_full_state_sees_a_changed_moment(group):
+    model = fsdp.build(CFG, torch.float64, CPU, one_rank_mesh())
+    opt = fsdp.adam(model)
+    fsdp.train(model, opt, gpt.corpus(), 1)
+    before = fsdp.full_state(model, opt)
+    next(iter(opt.state.values()))["exp_avg"].mul_(2)  # one moment, nothing else
+    after = fsdp.full_state(model, opt)
+    unequal = [key for key in before if not torch.equal(before[key], after[key])]
+    assert len(unequal) == 1 and unequal[0].endswith(":exp_avg"), unequal
+
+
+def test_memory_probe_counts_what_is_alive_and_nothing_made_before():
+    before = torch.ones(2**16)  # made outside: not counted
+    with fsdp.Memory() as mem:
+        a = torch.empty(2**18)  # 1 MiB
+        view = a[:10]  # a view: the same storage
+        b = before + 1  # 256 KiB
+        before.add_(1)  # in place: not new
+        held = mem.held()
+        del a, b
+        freed = mem.held()
+    assert held == 2**20 + 2**18, f"{held} B held, want {2**20 + 2**18}"
+    assert freed == 2**20, f"{freed} B after del a, b: the view keeps a's storage"
+    del view
+    assert mem.held() == 0, f"{mem.held()} B after the view went too"
+
+
+def test_moments_measure_the_bytes_a_rank_holds(group):
+    mesh = one_rank_mesh()
+    f32 = torch.float32
+    n = gpt.count_params(gpt.GPT(gpt.Config()))
+    runs = {"ddp": lambda: fsdp.ddp(fsdp.replica(gpt.Config(), f32, CPU),
+                                    mesh.get_group()),
+            "kept": lambda: fsdp.build(gpt.Config(), f32, CPU, mesh,
+                                       reshard_after_forward=False)}
+    at = {name: fsdp.moments(make, gpt.corpus(), CPU, 0, 1)["at"]
+          for name, make in runs.items()}
+    assert at["ddp"]["at rest"] == 16 * n, at["ddp"]  # its buckets stay allocated
+    assert at["ddp"]["after step"] == 16 * n, at["ddp"]
+    assert at["kept"]["at rest"] == 12 * n, at["kept"]  # gradients set to None
+    assert at["kept"]["after step"] == 16 * n, at["kept"]
+    assert at["kept"]["after forward"] > 16 * n, at["kept"]  # full weights + shards
 
 
 @pytest.mark.parametrize("knobs", [("--steps", "1"), ("--more", "0")])

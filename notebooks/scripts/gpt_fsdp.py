@@ -3,10 +3,12 @@
 Build on the `meta` device (no memory), `fully_shard` each block then the root,
 `to_empty` on the real device, then `gpt.init_weights`: no rank ever holds the whole
 model. This file holds that recipe (`build`), a counter of collectives (`Traffic`), a
-training loop, and two lessons: `lessons` (a bf16 `MixedPrecisionPolicy`, gradient
+memory probe (`Memory`: the bytes of every tensor made inside it that is still alive),
+a training loop, and two lessons: `lessons` (a bf16 `MixedPrecisionPolicy`, gradient
 accumulation with `set_requires_gradient_sync`, `reshard_after_forward` True vs False,
-the bytes per rank they and DDP leave) and `strategies` (DDP, FSDP2 and one process
-in float64: the weights, step times, collectives and bytes).
+the bytes a rank holds after forward, backward and step under each and under DDP) and
+`strategies` (DDP, FSDP2 and one process in float64: the weights, step times,
+collectives and bytes).
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from fsdp_model import nbytes  # notebook 14's: the bytes this rank stores
 from torch import nn
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
+from torch.multiprocessing.reductions import StorageWeakRef
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 BATCH, BLOCK, LR = 8, gpt.Config().block, 1e-3  # the global batch: 8 rows of 64 tokens
 
@@ -55,13 +59,73 @@ class Traffic(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         name = func.__name__.split(".")[0].strip("_")  # e.g. allgather_base
         if func.namespace in ("c10d", "_c10d_functional") and "wait" not in name:
-            sizes = [t.numel() * t.element_size() for t in torch.utils._pytree
-                     .tree_leaves((args, out)) if isinstance(t, torch.Tensor)]
+            sizes = [t.numel() * t.element_size() for t in tree_leaves((args, out))
+                     if isinstance(t, torch.Tensor)]
             if not any(w in name for w in ("all", "reduce", "scatter", "broadcast")):
                 return out  # not a collective: a DTensor's own bookkeeping
             self.calls[name] = self.calls.get(name, 0) + 1  # the gathered or summed
             self.bytes[name] = self.bytes.get(name, 0) + max(sizes, default=0)  # size
         return out
+
+
+class Memory(TorchDispatchMode):
+    """Hold a weak reference to every storage an operator makes inside it; `held()`
+    sums the bytes of those still alive: one probe on any device, whoever holds them
+    (the model, FSDP2's buffers, DDP's buckets, autograd's saved activations)."""
+
+    def __init__(self):
+        super().__init__()
+        self.refs = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if any(issubclass(t, DTensor) for t in types):  # as in Traffic: see the
+            return NotImplemented  # plain tensors DTensor's operators make
+        out = func(*args, **(kwargs or {}))
+        if not any(r.alias_info for r in func._schema.returns):  # a new tensor, not
+            for t in tree_leaves(out):  # a view or an in-place result of another
+                if isinstance(t, torch.Tensor):
+                    ref = StorageWeakRef(t.untyped_storage())  # does not keep it alive
+                    self.refs.setdefault(ref.cdata, ref)
+        return out
+
+    def held(self) -> int:
+        """Return the bytes of the storages made inside this probe and still alive."""
+        for key in [k for k, ref in self.refs.items() if ref.expired()]:
+            del self.refs[key]
+        return sum(torch.UntypedStorage._new_with_weak_ptr(key).nbytes()  # now:
+                   for key in self.refs)  # FSDP2 resizes its all-gather buffers to 0
+
+
+def moments(make, data, device, rank, world, micro: int = 1) -> dict:
+    """§4, §7: build with `make`, train a step (Adam's state now exists), then read
+    this rank's bytes after the next step's forward, backward and `opt.step()`; with
+    `micro=2`, also after a first micro-batch whose gradient sync is off."""
+    x, y = (t.chunk(world)[rank].to(device)  # made outside the probe: not counted
+            for t in gpt.batch(data, 1, BATCH, gpt.Config().block))
+    at = {}
+    with Memory() as mem:
+        model = make()
+        opt = adam(model)
+        train(model, opt, data, 1, dp=(rank, world))
+        opt.zero_grad(set_to_none=True)  # as train() does at the start of a step
+        at["at rest"] = mem.held()
+        if micro == 2:  # NEW: the first half of the rows, its reduce-scatter deferred
+            model.set_requires_gradient_sync(False)
+            gpt.loss_fn(model(x[:2]), y[:2]).backward()
+            at["after micro-batch 1"] = mem.held()
+            model.set_requires_gradient_sync(True)
+            x, y = x[2:], y[2:]
+        loss = gpt.loss_fn(model(x), y)
+        at["after forward"] = mem.held()  # activations included
+        held = nbytes(model.parameters())  # what the model's parameters are now
+        with Traffic() as backward:
+            loss.backward()
+        del loss  # its 4 bytes
+        at["after backward"] = mem.held()
+        opt.step()
+        at["after step"] = mem.held()
+    return {"at": at, "held": held, "backward": backward.calls,
+            **state_bytes(model, opt)}
 
 
 def state_bytes(model: nn.Module, opt) -> dict[str, int]:
@@ -92,6 +156,20 @@ def train(model, opt, data, steps: int, first: int = 0, dp=(0, 1), micro: int = 
         if times is not None:
             sync(device)  # a GPU runs the step after Python queued it: wait for it
             times.append(time.perf_counter() - t0)
+
+
+def full_state(model: nn.Module, opt) -> dict[str, torch.Tensor]:
+    """Return every parameter and its Adam state (`name`, `name:exp_avg`, ...) as full
+    CPU tensors, gathered from the tensors themselves (no state_dict API)."""
+    def whole(t):
+        return (t.full_tensor() if isinstance(t, DTensor) else t).detach().cpu().clone()
+
+    out = {}
+    for name, p in getattr(model, "module", model).named_parameters():
+        out[name] = whole(p)
+        out.update({f"{name}:{key}": whole(torch.as_tensor(v))
+                    for key, v in opt.state.get(p, {}).items()})
+    return out
 
 
 def sync(device: torch.device) -> None:
@@ -150,22 +228,15 @@ def lessons(cfg, data, device, mesh, rank, world, steps) -> dict:
     with Traffic() as traffic:
         train(model, opt, data, steps, dp=(rank, world), micro=4)
     res["accumulate"] = {"params": gpt.full_params(model), "calls": traffic.calls}
-    for keep in (True, False):  # §4: ZeRO-3, or the full weights kept for backward
-        model = build(cfg, torch.float32, device, mesh, reshard_after_forward=keep)
-        opt = adam(model)
-        x, y = (t.chunk(world)[rank].to(device)
-                for t in gpt.batch(data, 0, BATCH, cfg.block))
-        logits = model(x)
-        held = nbytes(model.parameters())  # registered between forward, backward
-        with Traffic() as backward:
-            gpt.loss_fn(logits, y).backward()
-        opt.step()  # §7: the bytes a step leaves on this rank
-        res[f"reshard{keep}"] = {"held": held, "backward": backward.calls,
-                                 **state_bytes(model, opt)}
-    model = ddp(replica(cfg, torch.float32, device), mesh.get_group())  # §7: DDP
-    opt = adam(model)
-    train(model, opt, data, 1, dp=(rank, world))
-    res["ddp"] = state_bytes(model, opt)
+    f32 = torch.float32  # §4, §7: DDP; ZeRO-3; full weights kept; sync off, 2 micro
+    make = {"ddp": lambda: ddp(replica(cfg, f32, device), mesh.get_group()),
+            "zero3": lambda: build(cfg, f32, device, mesh, reshard_after_forward=True),
+            "kept": lambda: build(cfg, f32, device, mesh, reshard_after_forward=False),
+            "no_sync": lambda: build(cfg, f32, device, mesh,
+                                        reshard_after_forward=True)}
+    res["memory"] = {name: moments(fn, data, device, rank, world,
+                                   micro=2 if name == "no_sync" else 1)
+                     for name, fn in make.items()}
     return res
 
 

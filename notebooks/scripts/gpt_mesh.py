@@ -35,6 +35,7 @@ from gpt_fsdp import (
     Traffic,
     adam,
     build,
+    full_state,
     gpu_peak,
     lessons,
     state_bytes,
@@ -42,7 +43,7 @@ from gpt_fsdp import (
     train,
 )
 from gpt_resume import resume
-from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+from torch.distributed.checkpoint.state_dict import get_state_dict
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import Replicate, Shard
@@ -179,12 +180,9 @@ def main(argv: list[str] | None = None) -> None:
                    "traffic": traffic.bytes, "calls": traffic.calls,
                    "bytes": state_bytes(model, opt), "peak": gpu_peak(device)}
     res["mesh_k"] = gpt.full_params(model)
+    res["mesh_k_state"] = full_state(model, opt)  # weights and Adam, from the tensors
     msd, osd = get_state_dict(model, opt)  # NEW: this rank's shards, by name
     dcp.save({"model": msd, "optim": osd}, checkpoint_id=out / "ckpt")  # NEW
-    full = get_state_dict(model, opt, options=StateDictOptions(
-        full_state_dict=True, cpu_offload=True))  # the same state as full tensors
-    if rank == 0:
-        torch.save(full, out / "handover.pt")
     train(model, opt, data, args.more, first=k, dp=dp, loss_context=loss_parallel)
     res["mesh_km"] = gpt.full_params(model)
     group = dist.new_group([0, 1])  # another layout: FSDP2 alone, on ranks 0 and 1
