@@ -221,6 +221,8 @@ def test_pipe_manual_script_matches_the_whole_model(tmp_path):
     result = json.loads((tmp_path / "pipe.json").read_text())
     assert sorted(result) == ["2", "6"]
     assert all(len(r["runs"]) == 2 for r in result.values()), result  # 2 rounds
+    # the timeline shown is the median round's: of two rounds, the faster one
+    assert all(r["runs"][r["shown_round"]] == min(r["runs"]) for r in result.values())
     assert sum(e[1] == "F" for e in result["2"]["events"]) == 2 * 3  # 2 stages, m=3
     _assert_checked_step(tmp_path, images=4)
     _assert_schedules_match(tmp_path, checked=6, repeats=3)  # 2 per micro-batch

@@ -9,9 +9,10 @@ rank 0 already computes the next. First one float64 step on the batch's first
 `--check-images` images, in micro-batches of `--check-split`, saves each stage's
 gradients and the logits to D/stage{rank}.pt. Then, for each split size, it writes
 the step times (`--rounds` rounds over all sizes, each a median of `--repeats`
-steps) and the last step's timeline to D/pipe.json. With `--schedules CHUNKS` the
-same two processes then run pipe_schedules.py's GPipe and 1F1B on the same batch
-(D/schedules.json), timed under the same conditions. Needs its sibling stages.py.
+steps) and the timeline of the round with the median time to D/pipe.json. With
+`--schedules CHUNKS` the same two processes then run pipe_schedules.py's GPipe and
+1F1B on the same batch (D/schedules.json), timed under the same conditions. Needs
+its sibling stages.py.
 """
 
 from __future__ import annotations
@@ -64,19 +65,23 @@ def main() -> None:
 
     splits = [int(s) for s in args.splits.split(",")]
     runs = {split: [] for split in splits}
-    t0, events = shared_clock(), {}  # both ranks time their events from rank 0's t0
+    t0, events, last = shared_clock(), {split: [] for split in splits}, {}
     for round_ in range(args.rounds):  # interleave the split sizes: fair under load
         for split in splits:
-            def step(split=split) -> None:  # keeps the last step's timeline
-                events[split], _ = pipeline_step(stage, x, y, split, device, t0=t0)
+            def step(split=split) -> None:  # keeps the step's timeline
+                last[split], _ = pipeline_step(stage, x, y, split, device, t0=t0)
 
             times = seconds(step, device, args.repeats, warmup=int(round_ == 0))
             runs[split].append(statistics.median(times))
+            events[split].append(gather_events(last[split]))  # this round's last
     results = {}
     for split in splits:
         median = statistics.median(runs[split])
-        results[split] = {"median": median, "runs": runs[split],
-                          "events": gather_events(events[split])}
+        # rank 0 keeps the timeline of its round with the median time (lower middle)
+        middle = sorted(range(args.rounds), key=runs[split].__getitem__)[
+            (args.rounds - 1) // 2]
+        results[split] = {"median": median, "runs": runs[split], "shown_round": middle,
+                          "events": events[split][middle]}
         if rank == 0:
             print(f"split_size {split:3d}: {median * 1e3:6.1f} ms/step")
     if rank == 0:
