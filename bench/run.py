@@ -26,10 +26,11 @@ GOALS = {
     "fsdp_cpu_max_param_diff": "float64, goal <= 1e-5",
     "fsdp_cpu_step_ratio": "FSDP2 / DDP step; above 1: more traffic",
     "ddp_overlap_fraction": "all-reduce time during backward, 8 buckets; must be > 0",
-    "gpt_cpu_mfu_1proc": "vs the 1-thread matmul ceiling; tiny models: far below 1",
+    "gpt_cpu_matmul_ceiling_share_1proc": "vs the 1-thread matmul ceiling, not MFU; "
+                                          "tiny models: far below 1",
     "gpt_fsdp_tp_max_param_diff": "float64, goal <= 1e-10",
-    "gpt_meta_init_peak_ratio": "ideal about 0.25 + one block, goal < 1",
-    "gpt_resume_reshard_max_diff": "float64, goal 0",
+    "gpt_meta_init_peak_ratio": "0.25 + 3x the largest parameter on a CPU, goal < 1",
+    "gpt_resume_reshard_max_diff": "a load copies: goal 0",
 }
 
 
