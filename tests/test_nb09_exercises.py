@@ -92,6 +92,3 @@ def test_the_global_shortcut_now_lands_on_a_wrong_number(ns):
 def test_unscaled_factor_hints_differ_by_mistake(ns, value, why):
     out = said(ns, f"answer = {value}", "check(answer, test=matches_the_measurement)")
     assert out.startswith("not yet") and why in out, out
-
-
-
