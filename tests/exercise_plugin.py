@@ -68,13 +68,33 @@ def check_call(source: str) -> str:
     return ast.get_source_segment("\n".join(lines), tree.body[-1])
 
 
+# Run in the kernel around each wrong answer: torch's global state put back, so a wrong
+# answer that leaves a default device, dtype or grad mode behind cannot break the
+# notebook's later cells (the check itself should still say what was left behind).
+_SAVE = ("import torch as _wt\n"
+         "_wrong_saved = (_wt.get_default_dtype(), _wt.is_grad_enabled(),\n"
+         "                _wt.get_num_threads(), _wt.get_default_device(),\n"
+         "                _wt.are_deterministic_algorithms_enabled())\n")
+_RESTORE = ("_wt.set_default_dtype(_wrong_saved[0])\n"
+            "_wt.set_grad_enabled(_wrong_saved[1])\n"
+            "if _wt.get_num_threads() != _wrong_saved[2]:\n"
+            "    _wt.set_num_threads(_wrong_saved[2])\n"
+            "if _wt.get_default_device() != _wrong_saved[3]:\n"
+            "    _wt.set_default_device(None if _wrong_saved[3].type == 'cpu'\n"
+            "                           else _wrong_saved[3])\n"
+            "if _wt.are_deterministic_algorithms_enabled() != _wrong_saved[4]:\n"
+            "    _wt.use_deterministic_algorithms(_wrong_saved[4])\n"
+            "del _wrong_ns, _wrong_saved, _wt\n")
+
+
 def wrong_answer_source(answer: str, exercise_source: str) -> str:
     """Return kernel code that runs `answer`, then the exercise's check, in a copy of
-    the notebook's namespace (so the learner's names stay as they were)."""
+    the notebook's namespace (so the learner's names stay as they were), and then puts
+    torch's global state back."""
     code = answer.rstrip() + "\n" + check_call(exercise_source)
-    return (f"_wrong_ns = dict(globals())\n"
-            f"exec(compile({code!r}, '<wrong answer>', 'exec'), _wrong_ns)\n"
-            f"del _wrong_ns")
+    return (_SAVE + "_wrong_ns = dict(globals())\ntry:\n"
+            f"    exec(compile({code!r}, '<wrong answer>', 'exec'), _wrong_ns)\n"
+            "finally:\n" + "".join(f"    {line}\n" for line in _RESTORE.splitlines()))
 
 
 def pytest_collection_modifyitems(session, config, items):

@@ -121,3 +121,18 @@ def test_a_timing_solution_reruns_under_load(strict):
     runs = [(n, o) for n, o in strict["96_same_again"] if "under load" in n]
     assert runs == [("Cell 3 under load 1", "PASSED"),
                     ("Cell 3 under load 2", "PASSED")], strict
+
+
+def test_a_wrong_answer_cannot_leave_torchs_global_state_behind(capsys):
+    import torch
+    from exercise_plugin import wrong_answer_source
+
+    leaves = ("torch.set_default_device('meta')\ntorch.set_grad_enabled(False)\n"
+              "torch.set_default_dtype(torch.float64)\nanswer = 5")
+    namespace = {"torch": torch, "check": lambda a, e: print(
+        "not yet" if a != e else "right")}
+    exec(wrong_answer_source(leaves, "answer = ...\ncheck(answer, 4)"), namespace)
+    assert capsys.readouterr().out.strip() == "not yet"
+    assert torch.zeros(1).device.type == "cpu", "the default device stayed meta"
+    assert torch.is_grad_enabled() and torch.get_default_dtype() == torch.float32
+    assert "answer" not in namespace, "the wrong answer bound the learner's name"
