@@ -250,14 +250,15 @@ def flops_per_token(cfg: Config, n_params: int) -> int:
 
     6N: each weight does a multiply-add (2 FLOPs) per token forward and twice that
     backward. The attention term (scores and weighted sum, forward and backward) is
-    nanoGPT's `estimate_mfu`, which like it ignores the causal mask's zeros.
+    the one nanoGPT's `estimate_mfu` uses; like it, it ignores the causal mask's zeros.
     """
     return 6 * n_params + 12 * cfg.layers * cfg.block * cfg.dim
 
 
 # Cited: NVIDIA's datasheets, dense tensor-core TFLOP/s (half the "with sparsity"
 # figure) in the dtype the notebooks' steps use there; torchtitan's get_peak_flops
-# has the same bf16 figures. A name matches by whole words, so "H200" is not "GH200".
+# has the same bf16 figures, except that it reads any "H200" (the NVL too) as 989.
+# A name matches by whole words, so "H200" is not "GH200".
 DATASHEET = {
     "T4": (torch.float16, 65), "A100": (torch.bfloat16, 312),
     "H100 PCIe": (torch.bfloat16, 756), "H100 NVL": (torch.bfloat16, 835),

@@ -7,9 +7,10 @@ micro-batches (all but the last under `no_sync()`, each loss divided by the coun
 steps; a hook counts what DDP all-reduces in each micro-batch. Rank 0 also trains one
 process on the whole global batch, and compares the weights. Then float32, timed in
 `--rounds` rounds that alternate DDP and one process alone (A B, B A, ...), each
-`--round-steps` steps of step 0's global batch (notebook 15's section 3 times the same
-step): a DDP step lasts until its slowest rank ends it, so each round's DDP time is the
-slowest rank's; the one process runs on rank 0 while the others wait at a barrier.
+`--round-steps` steps of step 0's global batch (the batch notebook 15's section 3 times,
+there under autocast on a GPU): a DDP step lasts until its slowest rank ends it, so each
+round's DDP time is the slowest rank's; the one process runs on rank 0 while the others
+wait.
 """
 
 
