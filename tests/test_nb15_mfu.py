@@ -86,3 +86,14 @@ def test_ceiling_sizes_follow_the_device():
             exec(_cell("cell-017"), ns)
         assert ns["SIZES"] == want, (kind, ns["SIZES"])
         assert ns["DTYPE"] == (torch.bfloat16 if fake_cuda else torch.float32), kind
+
+
+def test_a_gpu_without_native_bf16_steps_in_float16():
+    """A T4 (no native bf16): float16 autocast, whose GradScaler cell 18 enables."""
+    ns: dict = {"torch": torch, "benchmark": None, "device": torch.device("cuda")}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True:
+                   including_emulation)  # emulated only, as on sm75
+        exec(_cell("cell-017"), ns)
+    assert ns["AMP"] == ns["DTYPE"] == torch.float16, ns["DTYPE"]
+    assert ns["SIZES"] == (4096, 8192)
