@@ -43,6 +43,19 @@ WRONG = {
         "    m = gpt.GPT(big)\n"
         "n = sum(p.numel() for _, p in m.named_parameters(remove_duplicate=False))\n"
         "answer = 6 * n + 12 * 12 * 1024 * 768",
+        # the counter's figure under fused attention kernels, read in section 2
+        _BIG + "answer = 6 * n + 14 * 12 * 1024 * 768  # backward's recompute counted",
+        # half the inputs: the final norm left out, the head's width for the model's
+        _BIG + "answer = 6 * (n - 768) + 12 * 12 * 1024 * 768",
+        _BIG + "answer = 6 * n + 12 * 12 * 1024 * 64  # D per head, not the width",
+        # right only at another config: GPT-2's own vocabulary, not the question's
+        _BIG.replace("50304", "50257") + "answer = 6 * n + 12 * 12 * 1024 * 768",
+        # a wrong method near the right number: the counter on the meta model
+        _BIG + "with torch.device('meta'):\n"
+        "    m, ids = gpt.GPT(big), torch.zeros(1, 1024, dtype=torch.long)\n"
+        "with FlopCounterMode(display=False) as c:\n"
+        "    gpt.loss_fn(m(ids), ids).backward()\n"
+        "answer = c.get_total_flops() // 1024",
     ],
     2: [
         # the targeted misconceptions: a measured ceiling, and HFU
@@ -70,6 +83,15 @@ WRONG = {
         # right only on this CPU: the notebook's own ceiling and model
         f"answer = round(100 * 40_000 * {_PER} / ceiling, 1)",
         "answer = round(100 * 40_000 * fpt / 989e12, 1)  # notebook 15's model",
+        # the fused kernels' 14·L·T·D; HFU's recomputed weights without attention's
+        "answer = round(100 * 4e4 * (6 * 1.3e9 + 14 * 24 * 4096 * 2048) / 989e12, 1)",
+        "answer = round(100 * 4e4 * (8 * 1.3e9 + 12 * 24 * 4096 * 2048) / 989e12, 1)",
+        # right value, not rounded as asked (gets its own hint)
+        f"answer = 100 * 40_000 * {_PER} / 989e12",
+        f"answer = round(100 * 40_000 * {_PER} / 989e12, 2)",
+        # a peak the question did not name; per GPU of a pair
+        f"answer = round(100 * 40_000 * {_PER} / 756e12, 1)  # H100 PCIe",
+        f"answer = round(100 * 40_000 * {_PER} / 989e12 / 2, 1)",
     ],
     3: [
         # the targeted misconception: / accum, as if the pieces were equal
@@ -147,5 +169,43 @@ WRONG = {
         "                (gpt.loss_fn(model(xm), ym) * 0).backward()\n"
         "            else:\n"
         "                gpt.loss_fn(model(x), y).backward()",
+        # zero_grad inside the loop: only the last micro-batch's gradient is left
+        _LOOP.format(skip="i < accum - 1")
+        + "        model.zero_grad()\n"
+        "        with skip:\n"
+        "            (gpt.loss_fn(model(xm), ym) * len(xm) / len(x)).backward()",
+        # no_sync() called, never entered: every backward syncs
+        _LOOP.format(skip="False")
+        + "        if i < accum - 1:\n"
+        "            model.no_sync()\n"
+        "        (gpt.loss_fn(model(xm), ym) * len(xm) / len(x)).backward()",
+        # split(accum): pieces of accum rows, not accum pieces
+        "def accumulate(model, x, y, accum):\n"
+        "    pieces = list(zip(x.split(accum), y.split(accum)))\n"
+        "    for i, (xm, ym) in enumerate(pieces):\n"
+        "        last = i == len(pieces) - 1\n"
+        "        with contextlib.nullcontext() if last else model.no_sync():\n"
+        "            (gpt.loss_fn(model(xm), ym) * len(xm) / len(x)).backward()",
+        # split along the sequence, not the batch
+        "def accumulate(model, x, y, accum):\n"
+        "    pieces = zip(x.tensor_split(accum, 1), y.tensor_split(accum, 1))\n"
+        "    for i, (xm, ym) in enumerate(pieces):\n"
+        "        with model.no_sync() if i < accum - 1 else contextlib.nullcontext():\n"
+        "            (gpt.loss_fn(model(xm), ym) / accum).backward()",
+        # the sync on the first micro-batch processed: the others come after it
+        "def accumulate(model, x, y, accum):\n"
+        "    pieces = list(zip(x.tensor_split(accum), y.tensor_split(accum)))[::-1]\n"
+        "    for i, (xm, ym) in enumerate(pieces):\n"
+        "        with model.no_sync() if i > 0 else contextlib.nullcontext():\n"
+        "            (gpt.loss_fn(model(xm), ym) * len(xm) / len(x)).backward()",
+        # a nested no_sync() restores False, as DDP's does: nothing syncs
+        "def accumulate(model, x, y, accum):\n"
+        "    pieces = list(zip(x.tensor_split(accum), y.tensor_split(accum)))\n"
+        "    with model.no_sync():\n"
+        "        for i, (xm, ym) in enumerate(pieces):\n"
+        "            if i == accum - 1:\n"
+        "                with model.no_sync():\n"
+        "                    pass\n"
+        "            (gpt.loss_fn(model(xm), ym) * len(xm) / len(x)).backward()",
     ],
 }
