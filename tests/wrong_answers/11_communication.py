@@ -29,7 +29,9 @@ WRONG = {
         "answer = 175e6  # bytes: the unit skipped",
         "answer = 2 * (8 - 1) / 8 * 100 / 1.048576  # MB read as MiB",
         "answer = 12.5  # one chunk, S/N: the steps left out",
-        "answer = '200'  # a string of a wrong number"],
+        "answer = '200'  # a string of a wrong number",
+        "answer = 8 * 2 * (8 - 1) / 8 * 100  # every rank's bytes together",
+        "answer = 2 * (8 - 1) / 8 * 100 / 1000  # GB, not MB"],
     2: ["def busbw(algbw, n):\n    return algbw  # targeted: busbw is algbw",
         "def busbw(algbw, n):\n    return algbw * (n - 1) / n  # all-gather's factor",
         "def busbw(algbw, n):\n    return 2 * algbw  # a factor off: the 2 alone",
@@ -48,7 +50,11 @@ WRONG = {
         # the wrong thing left behind: the table's own numbers looked up
         "def busbw(algbw, n):\n"
         "    return next(r['busbw'] for r in bw['sweeps']['gloo']\n"
-        "                if r['algbw'] == algbw)"],
+        "                if r['algbw'] == algbw)",
+        # the fraction upside down
+        "def busbw(algbw, n):\n    return algbw * n / (n - 1)",
+        # rounded: right to three digits only
+        "def busbw(algbw, n):\n    return round(algbw * 2 * (n - 1) / n, 3)"],
     3: [  # a wrong method: total bytes over the cap, rounded up
         "import math\n"
         "def count_buckets(param_bytes, cap):\n"
@@ -57,6 +63,8 @@ WRONG = {
         "def count_buckets(param_bytes, cap):\n"
         "    return max(1, round(sum(param_bytes) / cap))",
         _fill(order="param_bytes"),  # targeted: filled in the model's order
+        # a wrong method that lands on §4's counts: smallest gradients first
+        _fill(order="sorted(param_bytes)"),
         # closes a bucket before it would exceed the cap
         "def count_buckets(param_bytes, cap):\n"
         "    buckets, filled = 0, 0\n"
