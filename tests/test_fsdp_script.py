@@ -68,8 +68,8 @@ def two_ranks(tmp_path_factory):
     """One launch, two worlds: 2 ranks compare, save and try TP; 1 rank reloads."""
     out = tmp_path_factory.mktemp("fsdp")
     torchrun(SCRIPT, *TINY, "--out", out, "--steps", 2, "--timed", 1, "--worlds",
-             "2,1", "--tp", "--save-checkpoint", out / "ckpt", nproc=2, echo=False,
-             timeout=120)
+             "2,1", "--tp", "--variants", "--save-checkpoint", out / "ckpt", nproc=2,
+             echo=False, timeout=120)
     return out, json.loads((out / "fsdp_w2.json").read_text())
 
 
@@ -91,6 +91,17 @@ def test_fsdp_equals_one_process_and_ddp(two_ranks):
     assert r["max_diff_single"] <= TOLERANCE, r
     assert r["max_diff_ddp"] <= TOLERANCE, r
     assert result["float32"]["fsdp"]["max_diff_single"] <= 1e-5, result["float32"]
+
+
+def test_bf16_policy_gathers_half_the_bytes(two_ranks):
+    """Counted from the all-gathers' own outputs: a cast after the gather would not
+    halve them, though the full weights it leaves would be bf16 all the same."""
+    _, result = two_ranks
+    f32 = result["float32"]
+    fp32, bf16 = (f32[k]["gathered_forward"] for k in ("fsdp", "fsdp_bf16"))
+    assert fp32 == 2 * bf16 > 0, f"all-gathered float32 {fp32} B, bf16 {bf16} B"
+    assert f32["fsdp_keep"]["gathered_forward"] == fp32, f32["fsdp_keep"]
+    assert f32["ddp"]["gathered_forward"] == 0, "DDP gathers nothing"
 
 
 def test_a_world_of_one_holds_everything(two_ranks):
@@ -123,7 +134,7 @@ def test_tensor_parallel_blocks_equal_the_unsplit_ones(two_ranks):
     assert result["forward"] == {"all_reduce": blocks} == result["backward"], result
     assert result["shapes"]["up.weight"] == [[128, 32], [64, 32]], result["shapes"]
     assert result["shapes"]["down.weight"] == [[32, 128], [32, 64]], result["shapes"]
-    assert result["forward_elements"] == 8 * 32, result
+    assert result["forward_sizes"] == [8 * 32] * blocks, result  # batch x dim, measured
 
 
 def test_one_step_reloads_in_a_launch_of_its_own(two_ranks, fsdp, monkeypatch):

@@ -1,6 +1,7 @@
 """The model, batches and byte counts that fsdp_train.py and its siblings share: a
-seeded MLP of residual blocks, FSDP2's `shard`, and helpers that read DTensors (the
-part a process stores, the full tensor, how a weight is split over the ranks).
+seeded MLP of residual blocks, FSDP2's `shard`, helpers that read DTensors (the
+part a process stores, the full tensor, how a weight is split over the ranks), and
+`Collectives`, which records the size of each collective as it runs.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.tensor import DTensor
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 try:  # the public home since torch 2.6
     from torch.distributed.fsdp import fully_shard
@@ -108,6 +111,32 @@ def memory(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
     return {"params": nbytes(params),
             "grads": nbytes(p.grad for p in params if p.grad is not None),
             "optimizer": nbytes(state)}
+
+
+class Collectives(TorchDispatchMode):
+    """Record each collective run inside it as (name, elements, bytes) of its largest
+    tensor: the gathered output of an all-gather, the summed tensor of an all-reduce.
+    It sees the tensors that travel, not what the model holds; DTensor's too."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls: list[tuple[str, int, int]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if any(issubclass(t, DTensor) for t in types):  # let DTensor run its ops:
+            return NotImplemented  # the collectives they need come back here
+        out = func(*args, **(kwargs or {}))
+        name = func.__name__.split(".")[0].strip("_")  # e.g. allgather_base, all_reduce
+        if (func.namespace in ("c10d", "_c10d_functional") and "wait" not in name
+                and any(w in name for w in ("all", "reduce", "scatter"))):
+            big = max((t for t in tree_leaves((args, out))
+                       if isinstance(t, torch.Tensor)), key=torch.Tensor.numel)
+            self.calls.append((name, big.numel(), big.numel() * big.element_size()))
+        return out
+
+    def sizes(self, kind: str, unit: int = 2) -> list[int]:
+        """Return the elements (unit=1) or bytes (unit=2) of each call named `kind`."""
+        return [call[unit] for call in self.calls if kind in call[0].replace("_", "")]
 
 
 def describe(model: Net, rank: int, mesh) -> dict:

@@ -38,6 +38,7 @@ import torch
 import torch.distributed as dist
 from fsdp_checkpoint import checkpoint
 from fsdp_model import (
+    Collectives,
     batch,
     build,
     describe,
@@ -47,7 +48,7 @@ from fsdp_model import (
     nbytes,
     shard,
 )
-from fsdp_variants import gathered_bytes, variants
+from fsdp_variants import variants
 from torch import nn
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.elastic.multiprocessing.errors import record
@@ -97,6 +98,7 @@ class Trainer:
         self.rank, self.world, self.steps, self.times = rank, world, 0, []
         self.opt = torch.optim.Adam(model.parameters(), lr=args.lr)
         self.held_after_forward = 0  # bytes of full (unsharded) weights kept
+        self.gathered_forward = 0  # bytes the first forward's all-gathers returned
 
     def step(self, timed: bool = False) -> None:
         """Run forward, backward and the optimizer on the next batch."""
@@ -105,10 +107,14 @@ class Trainer:
         self.opt.zero_grad(set_to_none=True)
         sync(self.device)
         t0 = time.perf_counter()
-        out = self.model(x)
-        if self.steps == 0:  # the same every step; measured once, outside the timing
+        if self.steps == 0:  # the same every step; measured once, never timed
+            with Collectives() as seen:  # the tensors the all-gathers returned
+                out = self.model(x)
+            self.gathered_forward = sum(seen.sizes("allgather"))
             self.held_after_forward = nbytes(  # plain tensors are unsharded weights
                 p for p in self.model.parameters() if not isinstance(p, DTensor))
+        else:
+            out = self.model(x)
         nn.functional.cross_entropy(out.float(), y).backward()  # FSDP reduce-scatters
         self.opt.step()  # FSDP: Adam updates only this rank's shard
         sync(self.device)
@@ -137,20 +143,16 @@ def compare(args, dtype, device, rank, world, mesh, steps: int,
                 process_group=group, gradient_as_bucket_view=True))}  # see memory
     if others:  # FSDP2 with other options, from fsdp_variants.py
         runs.update({name: trainer(wrap) for name, wrap in variants(mesh).items()})
-        gathered = {name: gathered_bytes(runs[name].model)
-                    for name in ("fsdp", "fsdp_bf16")}
     for i in range(steps + timed):  # alternate the models: load hits them alike
         for run in runs.values():
             dist.barrier(group)  # every rank starts each step together
             run.step(timed=i >= steps)
     res: dict = {name: {"memory": memory(r.model, r.opt),
                         "held_after_forward": r.held_after_forward,
+                        "gathered_forward": r.gathered_forward,
                         "step_s": statistics.median(r.times) if r.times else None,
                         "step_samples": r.times}
                  for name, r in runs.items()}
-    if others:
-        for name, seen in gathered.items():
-            res[name]["gathered_forward"] = seen
     full = {name: full_params(r.model) for name, r in runs.items()}
     if rank == 0:  # the reference: one process, the whole batch, the same steps
         single = Trainer(build(args, dtype, device), args, dtype, device, 0, 1)

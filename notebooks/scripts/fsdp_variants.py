@@ -3,8 +3,9 @@
 `reshard_after_forward=False` keeps each block's full weights from its forward to its
 backward: one all-gather fewer per block and step, but after forward every block's
 full weights are in memory. A bf16 `MixedPrecisionPolicy` casts the shards before the
-all-gather, so half the bytes travel, and reduce-scatters the gradients in float32.
-`gathered_bytes` counts what each block gathered. Needs torch and fsdp_model.py.
+all-gather, so half the bytes travel, and reduce-scatters the gradients in float32
+(fsdp_train.py counts the bytes each all-gather returns). Needs torch and
+fsdp_model.py.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from fsdp_model import Net, nbytes, shard
-from torch import nn
+from fsdp_model import Net, shard
 
 try:  # the public home since torch 2.6
     from torch.distributed.fsdp import MixedPrecisionPolicy
@@ -28,16 +28,3 @@ def variants(mesh) -> dict[str, Callable[[Net], Net]]:
     return {"fsdp_keep": lambda m: shard(m, mesh, reshard_after_forward=False),  # NEW
             "fsdp_bf16": lambda m: shard(m, mesh, mp_policy=bf16)}  # NEW
 
-
-def gathered_bytes(model: nn.Module) -> list[int]:
-    """Count the bytes of full weights each block all-gathers in its first forward."""
-    seen: list[int] = []
-
-    def hook(module: nn.Module, _inputs) -> None:  # runs after FSDP's own pre-hook
-        seen.append(nbytes(module.parameters()))  # full tensors at this moment
-        if len(seen) == len(handles):  # every block seen once: stop counting
-            for handle in handles:
-                handle.remove()
-
-    handles = [block.register_forward_pre_hook(hook) for block in model.blocks]
-    return seen

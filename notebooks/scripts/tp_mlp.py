@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import torch
-from fsdp_model import build
+from fsdp_model import Collectives, build
 from torch.distributed.tensor import DTensor
 from torch.distributed.tensor.debug import CommDebugMode
 from torch.distributed.tensor.parallel import (
@@ -42,7 +42,7 @@ def tensor_parallel(args, device: torch.device, rank: int, mesh, out: Path) -> N
     g = torch.Generator().manual_seed(2)
     x = torch.randn(args.batch_size, args.dim, generator=g, dtype=torch.float64)
     x = x.to(device).requires_grad_()  # as if an earlier layer made it
-    with CommDebugMode() as fwd:
+    with CommDebugMode() as fwd, Collectives() as sizes:
         got = tp(x)
     with CommDebugMode() as bwd:
         got.sum().backward()
@@ -58,8 +58,9 @@ def tensor_parallel(args, device: torch.device, rank: int, mesh, out: Path) -> N
         "batch": args.batch_size, "dim": args.dim, "blocks": args.depth,
         "shapes": {n: [list(p.shape), list(p.to_local().shape)]
                    for n, p in tp.blocks[0].named_parameters()},
-        # what each forward all-reduce sums: one block's partial outputs
-        "forward_elements": got.shape[0] * args.dim,
+        # the elements each forward all-reduce summed, as it ran: one per block
+        "forward_sizes": sizes.sizes("allreduce", unit=1),
+        "forward_elements": max(sizes.sizes("allreduce", unit=1), default=0),
     }
     if rank == 0:
         (out / "tp.json").write_text(json.dumps(result, indent=1))
