@@ -18,6 +18,10 @@ WRONG = {
         # the GPU this machine has (or none), not the exercise's 80 GiB
         "answer = 0.7 * (torch.cuda.get_device_properties(0).total_memory if "
         "torch.cuda.is_available() else 16 * 2**30) * 12 / 16",
+        # an H100's 79.6 GiB (cell 4's comment), not the exercise's 80 GiB: 0.5 % low
+        "answer = 0.7 * 79.6 * 2**30 * 12 / 16",
+        # rounded down too far: 44.9 billion fills 99.6 % of the 70 %
+        "answer = 44.9e9",
     ],
     2: [
         "def checkpoint_stage2(stage1, stage2):\n"
@@ -63,5 +67,11 @@ WRONG = {
         "answer = 32 * 256  # the §6 run's batch and dim, not this model's",
         "answer = tp['forward_elements']  # read from the §6 run",
         "answer = 24 + 512  # added, not multiplied",
+        # the follow-up question (dim=4096) answered instead: lands on float64 bytes
+        "answer = 24 * 4096",
+        # the batch halved per rank, as if TP split the data like DDP
+        "answer = 12 * 512",
+        # up's per-rank width (4 x dim / 2) times the batch
+        "answer = 24 * 1024",
     ],
 }
