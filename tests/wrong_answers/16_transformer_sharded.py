@@ -46,6 +46,12 @@ WRONG = {
         # DDP's bytes divided by the ranks for every stage
         "def bytes_per_rank(n, world, stage):\n"
         "    return 16 * n / world",
+        # float32 gradients, as FSDP2 keeps them: 2 + 4 + 12 bytes
+        "def bytes_per_rank(n, world, stage):\n"
+        "    w, g, o = 2 * n, 4 * n, 12 * n\n"
+        "    return {'ddp': w + g + o, 'zero1': w + g + o / world,\n"
+        "            'zero2': w + (g + o) / world,\n"
+        "            'zero3': (w + g + o) / world}[stage]",
     ],
     2: [
         "answer = ('S(0)', 'S(0)')  # as if rows were split, like q, k, v",
@@ -57,6 +63,9 @@ WRONG = {
         "answer = ('Shard(dim=0)', 'Shard(dim=1)')  # not as §5 prints them",
         # another weight's placements, read from the run
         "answer = tuple(mesh[0]['placements']['tok.weight'])",
+        "answer = ('S(0)', '_S(1, 2)')  # a strided shard on the tp dim",
+        "answer = ('S(0)', 'P')  # as if the weight were a partial sum",
+        "answer = ('R', 'R')  # nothing split",
     ],
     3: [
         "answer = (56, 104)  # a reduce-scatter per unit and micro-batch",
@@ -68,5 +77,8 @@ WRONG = {
         "answer = (3, 20)  # §3's counts per step, copied",
         "answer = (7, 8 * 13 * 2)  # counted forward and backward twice",
         "answer = (104, 7)  # the two numbers swapped",
+        "answer = (8, 104)  # the tied embedding and head as a unit of their own",
+        "answer = (7, 96)  # the root's forward all-gather forgotten",
+        "answer = (14, 104)  # a reduce-scatter in forward and in backward",
     ],
 }
