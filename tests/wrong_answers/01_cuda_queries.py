@@ -3,6 +3,8 @@
 _MADE = ("    made = {dt: [torch.randn(n, n, dtype=dt, device=device) for _ in 'xy']\n"
          "            for dt in DTYPES}\n")
 
+# Timings that skip a synchronise are right on a CPU, which has no queue: the faked-GPU
+# tests in tests/test_nb01_simulated_gpu.py give them to the check on a queueing one.
 WRONG = {
     1: ["answer = 1000 * 1000  # counts the values, not their bytes",
         "answer = 8 * 1000 * 1000  # bytes of float64, not float32",
@@ -26,7 +28,7 @@ WRONG = {
         "    return {dt: n**3 / matmul_timing(x, y).median / 1e9\n"
         "            for dt, (x, y) in made.items()}",
         "import time\n"
-        "def gflops_by_dtype(n):  # one call, no warm-up, no synchronise\n" + _MADE +
+        "def gflops_by_dtype(n):  # one cold call, no warm-up\n" + _MADE +
         "    rates = {}\n"
         "    for dt, (x, y) in made.items():\n"
         "        t0 = time.perf_counter()\n"
@@ -48,17 +50,20 @@ WRONG = {
         "    made = {dt: [torch.randn(512, 512, dtype=dt, device=device)\n"
         "                 for _ in 'xy'] for dt in DTYPES}\n"
         "    return {dt: matmul_rate(x, y) for dt, (x, y) in made.items()}",
-        "import time\n"
-        "def gflops_by_dtype(n):  # warm, but synchronises only on CUDA\n" + _MADE +
+        "def gflops_by_dtype(n):  # a global default dtype, never put back\n"
         "    rates = {}\n"
-        "    for dt, (x, y) in made.items():\n"
-        "        x @ y\n"
-        "        t0 = time.perf_counter()\n"
-        "        x @ y\n"
-        "        if device.type == 'cuda':\n"
-        "            torch.cuda.synchronize()\n"
-        "        rates[dt] = gflops(n, time.perf_counter() - t0)\n"
-        "    return rates"],
+        "    for dt in DTYPES:\n"
+        "        torch.set_default_dtype(dt)\n"
+        "        x, y = (torch.randn(n, n, device=device) for _ in 'xy')\n"
+        "        rates[dt] = matmul_rate(x, y)\n"
+        "    return rates",
+        "def gflops_by_dtype(n):  # an elementwise product, not a matrix multiply\n"
+        + _MADE +
+        "    return {dt: gflops(n, benchmark(lambda: x * y, device).median)\n"
+        "            for dt, (x, y) in made.items()}",
+        "def gflops_by_dtype(n):  # benchmark's number= multiplied back in\n" + _MADE +
+        "    return {dt: gflops(n, matmul_timing(x, y, number=10).median * 10)\n"
+        "            for dt, (x, y) in made.items()}"],
     3: ["def pick_device(i=0):  # right on this machine only\n"
         "    return torch.device('cpu')",
         "def pick_device(i=0):  # never checks that device i exists\n"
