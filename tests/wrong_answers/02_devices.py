@@ -30,6 +30,14 @@ WRONG = {
         "    if a.device != b.device:\n"
         "        raise ValueError(f'tensors are on {a.device} and {b.device}')\n"
         "    return a.device",
+        "def check_same_device(*tensors):  # compares only the first two\n"
+        "    if tensors[0].device != tensors[1].device:\n"
+        "        raise ValueError(str(sorted({str(t.device) for t in tensors})))\n"
+        "    return tensors[0].device",
+        "def check_same_device(*tensors):  # compares only the last two\n"
+        "    if tensors[-2].device != tensors[-1].device:\n"
+        "        raise ValueError(str(sorted({str(t.device) for t in tensors})))\n"
+        "    return tensors[-1].device",
         "def check_same_device(*tensors):  # returns None instead of raising\n"
         "    found = {t.device for t in tensors}\n"
         "    return found.pop() if len(found) == 1 else None"],
@@ -45,6 +53,9 @@ WRONG = {
         "def build_on_meta():  # three layers, not build()'s four\n"
         "    with torch.device('meta'):\n"
         "        return nn.Sequential(*[nn.Linear(2048, 2048) for _ in range(3)])",
+        "def build_on_meta():  # one wide layer: build()'s count, another model\n"
+        "    with torch.device('meta'):\n"
+        "        return nn.Linear(2048, 4 * 2048 + 4, bias=False)",
         "def build_on_meta():  # the function itself, not the model\n"
         "    with torch.device('meta'):\n"
         "        return build",
@@ -94,6 +105,11 @@ WRONG = {
         "               for i in range(len(devices)))",
         "def gather_sum(devices):  # the right total, with no shards at all\n"
         "    k = len(devices)\n"
+        "    return torch.full((2,), k * (k - 1) / 2, device=devices[0])",
+        "def gather_sum(devices):  # shards made, then a full of the total instead\n"
+        "    shards = [torch.full((2,), float(i), device=d)\n"
+        "              for i, d in enumerate(devices)]\n"
+        "    k = len(shards)\n"
         "    return torch.full((2,), k * (k - 1) / 2, device=devices[0])",
         "def gather_sum(devices):  # made on the cpu, then copied over\n"
         "    shards = [torch.full((2,), float(i)).to(d)\n"
