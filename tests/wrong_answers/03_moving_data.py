@@ -1,17 +1,29 @@
 """Typical wrong answers to notebook 03's exercises: each check must say "not yet"."""
 
-_HALF = "next(s for s, r in zip(sizes, rates) if r >= max(rates) / 2)"
+_NEXT = "next(s for s, r in zip(sizes, rates) if r >= max(rates) / 2)"
 
 WRONG = {
-    1: ["answer = sizes[0]  # the smallest size measured, whatever its rate",
-        "answer = max(rates) / 2  # half the best rate, not the size that reaches it",
-        f"answer = {_HALF} // 1024  # in KiB, not bytes",
-        f"answer = {_HALF} * 8  # in bits, not bytes",
-        f"answer = {_HALF} / 2**20  # in MiB, not bytes",
-        "answer = max(s for s, r in zip(sizes, rates) if r < max(rates) / 2)"
-        "  # the last size below half",
-        "answer = '64 KiB'  # a label, not a number of bytes",
-        f"answer = 4 * {_HALF}  # one size too far"],
+    1: ["def half_point(sizes, rates):  # the size of the best rate\n"
+        "    return sizes[rates.index(max(rates))]",
+        "def half_point(sizes, rates):  # half the best rate, not a size\n"
+        "    return max(rates) / 2",
+        "def half_point(sizes, rates):  # in KiB, not bytes\n"
+        f"    return {_NEXT} // 1024",
+        "def half_point(sizes, rates):  # its index, not its size\n"
+        "    return next(i for i, r in enumerate(rates) if r >= max(rates) / 2)",
+        "def half_point(sizes, rates):  # half the largest copy's rate, not the best\n"
+        "    return next(s for s, r in zip(sizes, rates) if r >= rates[-1] / 2)",
+        "def half_point(sizes, rates):  # half the mean rate\n"
+        "    return next(s for s, r in zip(sizes, rates)\n"
+        "                if r >= sum(rates) / len(rates) / 2)",
+        "def half_point(sizes, rates):  # strictly above half: equal reaches it\n"
+        "    return next(s for s, r in zip(sizes, rates) if r > max(rates) / 2)",
+        "def half_point(sizes, rates):  # the last size below half\n"
+        "    return max(s for s, r in zip(sizes, rates) if r < max(rates) / 2)",
+        "def half_point(s, r):  # the kept table, whatever it is given\n"
+        f"    return {_NEXT}",
+        "def half_point(sizes, rates):  # the largest size reaching half\n"
+        "    return max(s for s, r in zip(sizes, rates) if r >= max(rates) / 2)"],
     2: ["answer = {way: 8 if 'float16' in way else 16 for way in LINK}"
         "  # both float16 ways convert on the CPU",
         "answer = {way: 16 if way == 'float16' else 8 if 'float16' in way else 16\n"
@@ -41,6 +53,9 @@ WRONG = {
         "def losses_batched(every=10):  # blocks of 10 whatever `every` says\n"
         "    losses = torch.stack([(xb @ w).square().mean() for xb in xs])\n"
         "    return [v for block in losses.split(10) for v in block.tolist()]",
+        "def losses_batched(every=10):  # blocks one step too long\n"
+        "    losses = torch.stack([(xb @ w).square().mean() for xb in xs])\n"
+        "    return [v for block in losses.split(every + 1) for v in block.tolist()]",
         "def losses_batched(every=10):  # drops the last, shorter block\n"
         "    logged, pending = [], []\n"
         "    for step, xb in enumerate(xs, start=1):\n"
