@@ -41,3 +41,13 @@ WRONG[3] = [
     "def workers_needed(load_ms, compute_ms):\n"
     "    return math.ceil(compute_ms / load_ms) if load_ms else 0  # upside down",
 ]
+WRONG[2] += [
+    # adds to the last batch: right only while the captured tensor holds zeros
+    "def feed(static, new):\n    static += new",
+    "def feed(static, new):\n    static.copy_(static + new)",
+]
+WRONG[3] += [
+    # a fraction of a worker: k * compute >= load holds, but no DataLoader takes 3.2
+    "def workers_needed(load_ms, compute_ms):\n    return load_ms / compute_ms",
+    "def workers_needed(load_ms, compute_ms):\n    return load_ms / compute_ms + 0.5",
+]
