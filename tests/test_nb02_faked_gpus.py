@@ -71,3 +71,15 @@ def test_same_device_sees_two_gpus_of_one_type(ns):
     said = _said(ns["by_type"], ns["test_same_device"])
     assert said.startswith("not yet") and "cuda:0 and cuda:1" in said, said
     assert ns["OnDevice"]("cuda:1").device == torch.device("cuda", 1)
+
+
+@pytest.mark.parametrize("message", ["f'tensors are on {found}'",  # repr: device(...)
+                                     "f'tensors are on {sorted(map(str, found))}'"])
+def test_a_mix_named_as_str_or_repr_is_right(ns, message):
+    exec("def same(*tensors):\n"  # noqa: S102
+         "    found = {t.device for t in tensors}\n"
+         "    if len(found) != 1:\n"
+         f"        raise ValueError({message})\n"
+         "    return found.pop()\n", ns)
+    said = _said(ns["same"], ns["test_same_device"])
+    assert said.startswith("right"), said
