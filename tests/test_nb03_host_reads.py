@@ -55,3 +55,14 @@ def test_unmarked_tensors_are_the_hosts(count_host_reads):
     with count_host_reads() as reads:
         torch.randn(3).tolist()
     assert reads == [], reads
+
+
+def test_a_read_of_what_was_read_back_is_no_second_read(count_host_reads):
+    """On a CPU .cpu() and .to("cpu") return the tensor itself: one copy, not two."""
+    w = torch.randn(4)
+    with count_host_reads(w) as reads:
+        block = torch.stack([w.sum(), w.mean()])  # computed on the device
+        block.cpu().tolist()
+        (block * 2).to("cpu").numpy()
+        (block * 3).tolist()  # a new device tensor: a read of its own
+    assert reads == ["cpu", "to", "tolist"], reads
