@@ -43,6 +43,7 @@ def _found(nb, dev, fn):
     (lambda x, m: torch.unique(m), "a size that depends on values"),
     (lambda x, m: x.repeat_interleave(m.long()), "a size that depends on values"),
     (lambda x, m: torch.equal(x, x), "a bool read to Python"),
+    (lambda x, m: torch.bincount(m.long()), "a size that depends on values"),
 ])
 def test_find_syncs_sees_a_fake_accelerators_syncs(nb, op, kind):
     x = torch.empty(8, device="meta")
@@ -69,6 +70,19 @@ def test_find_host_reads_sees_reads_that_reach_no_cpu_operator(nb, read):
     assert f".{read}()" in reads, reads
     if read != "item":  # .item() reaches _local_scalar_dense; the others no operator
         assert syncs == [], syncs
+
+
+@pytest.mark.parametrize("read", [
+    lambda x: x.to("cpu"), lambda x: x.to(torch.device("cpu"), non_blocking=True),
+    lambda x: x.to(device="cpu"), lambda x: x.__array__()])
+def test_find_host_reads_sees_copies_back_that_a_cpu_run_makes_no_op(nb, read):
+    syncs, reads = _found(nb, "cpu", lambda: read(torch.ones(3)))
+    assert reads and syncs == [], (reads, syncs)
+
+
+def test_find_host_reads_ignores_a_move_to_another_device_or_dtype(nb):
+    _, reads = _found(nb, "cpu", lambda: torch.ones(3).to("meta").to(torch.float64))
+    assert reads == [], reads
 
 
 def test_the_exercise_check_takes_the_solution_and_rejects_a_host_read(nb):

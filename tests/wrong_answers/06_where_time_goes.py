@@ -91,3 +91,24 @@ WRONG[4] = [
     "def masked_loss_no_sync(out, y, keep):\n" + _REST
     + "    return err.sum() / keep.sum()",
 ]
+WRONG[4] += [
+    # copies back to the host that no CPU operator shows: .to("cpu"), numpy's functions
+    "def masked_loss_no_sync(out, y, keep):\n" + _REST
+    + "    return (err * keep).sum() / keep.to('cpu').sum()",
+    "def masked_loss_no_sync(out, y, keep):\n" + _REST
+    + "    return (err * keep).sum() / keep.long().sum().to('cpu', non_blocking=True)",
+    "def masked_loss_no_sync(out, y, keep):\n" + _REST
+    + "    import numpy as np\n"
+    "    return (err * keep).sum() / np.count_nonzero(keep)",
+    # bincount sizes its output by the largest value: a sync on a GPU
+    "def masked_loss_no_sync(out, y, keep):\n" + _REST
+    + "    return (err * keep).sum() / torch.bincount(keep.long(), minlength=2)[1]",
+    # the (rows, 1) error times the (rows,) mask broadcasts to (rows, rows)
+    "def masked_loss_no_sync(out, y, keep):\n"
+    "    return ((out - y).square() * keep).sum() / keep.sum()",
+]
+WRONG[1] += [
+    # a float returned: .item() reads the loss back every step
+    _step().replace("return loss.detach()", "return loss.item()"),
+    _step().replace("return loss.detach()", "return None"),
+]
