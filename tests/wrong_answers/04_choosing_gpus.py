@@ -40,7 +40,18 @@ WRONG = {
         "    items = value.split(',')\n"
         "    if len(set(items)) < len(items):\n"
         "        return 0\n"
-        "    return len(set(items) & {str(i) for i in range(physical)})"],
+        "    return len(set(items) & {str(i) for i in range(physical)})",
+        "def visible_count(value, physical):  # ends at a gap, misses a repeat\n"
+        "    if value is None:\n"
+        "        return physical\n"
+        "    ids = []\n"
+        "    for item in value.split(','):\n"
+        "        if not item.strip().isdigit() or int(item) >= physical:\n"
+        "            break\n"
+        "        if int(item) in ids:\n"
+        "            return 0\n"
+        "        ids.append(int(item))\n"
+        "    return len(ids)"],
     2: ['STARTUP = """\n'
         "import time\n"
         "import torch\n"
@@ -92,6 +103,26 @@ WRONG = {
         '    torch.zeros(1, device="cuda")\n'
         "    torch.cuda.synchronize()\n"
         'print(f"{t1 - t0:.3f} {time.process_time() - t1:.3f}")\n'
+        '"""',
+        'STARTUP = """\n'  # the second clock runs from before the import
+        "import time\n"
+        "t0 = time.perf_counter()\n"
+        "import torch\n"
+        "t1 = time.perf_counter()\n"
+        "if torch.cuda.is_available():\n"
+        '    torch.zeros(1, device="cuda")\n'
+        "    torch.cuda.synchronize()\n"
+        'print(f"{t1 - t0:.3f} {time.perf_counter() - t0:.3f}")\n'
+        '"""',
+        'STARTUP = """\n'  # init() and a synchronise, but no CUDA tensor: no context
+        "import time\n"
+        "t0 = time.perf_counter()\n"
+        "import torch\n"
+        "t1 = time.perf_counter()\n"
+        "if torch.cuda.is_available():\n"
+        "    torch.cuda.init()\n"
+        "    torch.cuda.synchronize()\n"
+        'print(f"{t1 - t0:.3f} {time.perf_counter() - t1:.3f}")\n'
         '"""'],
     3: ["def device_for_rank(rank):  # leaves LOCAL_RANK set\n"
         "    os.environ['LOCAL_RANK'] = str(rank)\n"
@@ -141,5 +172,16 @@ WRONG = {
         "        if before is not None:\n"
         "            os.environ['LOCAL_RANK'] = before\n"
         "        if num_gpus():\n"
-        "            torch.cuda.set_device(0)"],
+        "            torch.cuda.set_device(0)",
+        "def device_for_rank(rank):  # puts back cuda:2, the test's GPU, hard-coded\n"
+        "    before = os.environ.get('LOCAL_RANK')\n"
+        "    os.environ['LOCAL_RANK'] = str(rank)\n"
+        "    try:\n"
+        "        return device_for_this_process()\n"
+        "    finally:\n"
+        "        os.environ.pop('LOCAL_RANK')\n"
+        "        if before is not None:\n"
+        "            os.environ['LOCAL_RANK'] = before\n"
+        "        if num_gpus():\n"
+        "            torch.cuda.set_device(2)"],
 }
