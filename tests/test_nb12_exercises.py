@@ -80,3 +80,32 @@ def test_copy_check_restores_a_default_device_left_behind():
     said = _said(ns, "check(copy_bandwidth, test=test_bandwidth)")
     assert said.startswith("not yet"), said
     assert torch.get_default_device().type == "cpu", "the check left meta behind"
+
+
+DEFAULT_DEVICE_ACTIVATION = """def copy_bandwidth(batch, timer=benchmark):
+    a = torch.randn(batch, *stages.cut_shape(IMAGE))
+    buf = torch.empty_like(a, device=dev1)
+    t = timer(lambda: (buf.copy_(a), synchronize(dev1)), device=dev0)
+    return a.numel() * a.element_size() / 2**30 / t.median"""
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=list(PAIRS))
+def test_copy_check_sees_an_activation_left_on_the_default_device(pair):
+    # right on a CPU, where dev0 is the default device; on a GPU it times a
+    # host-to-device copy: the check's second run puts dev0 elsewhere
+    ns = _namespace(*PAIRS[pair])
+    exec(DEFAULT_DEVICE_ACTIVATION, ns)
+    said = _said(ns, "check(copy_bandwidth, test=test_bandwidth)")
+    assert said.startswith("not yet") and "device=dev0" in said, said
+
+
+def test_profile_check_wants_the_device_told_to_the_timer():
+    ns = _namespace("cpu", "cpu")
+    exec("def stage_profile(stage, inp):\n"
+         "    t = benchmark(lambda: stage(inp).sum().backward(), warmup=1, repeats=5)\n"
+         "    return sum(p.numel() for p in stage.parameters()), t.median", ns)
+    said = _said(ns, "check(stage_profile, test=test_profile)")
+    assert said.startswith("not yet") and "device=inp.device" in said, said
+    assert ns["benchmark"] is benchmark, "the check left its spy behind"
+    said = _said(ns, CELLS["cell-043"])  # the solution, which asserts its own check
+    assert said.startswith("right"), said

@@ -15,26 +15,31 @@ _COPY = ("def copy_bandwidth(batch, timer=benchmark):\n"
 WRONG = {
     1: [  # the forward alone, with no backward
         "def stage_profile(stage, inp):\n"
-        "    t = benchmark(lambda: stage(inp), warmup=1, repeats=3)\n"
+        "    t = benchmark(lambda: stage(inp), device=inp.device, warmup=1,\n"
+        "                  repeats=3)\n"
         "    return sum(p.numel() for p in stage.parameters()), t.median",
         # parameter tensors counted, not parameters
         "def stage_profile(stage, inp):\n"
-        "    t = benchmark(lambda: stage(inp).sum().backward(), warmup=1, repeats=3)\n"
+        "    t = benchmark(lambda: stage(inp).sum().backward(),\n"
+        "                  device=inp.device, warmup=1, repeats=3)\n"
         "    return len(list(stage.parameters())), t.median",
         # half the inputs: the weights counted, the bias forgotten
         "def stage_profile(stage, inp):\n"
-        "    t = benchmark(lambda: stage(inp).sum().backward(), warmup=1, repeats=3)\n"
+        "    t = benchmark(lambda: stage(inp).sum().backward(),\n"
+        "                  device=inp.device, warmup=1, repeats=3)\n"
         "    return stage.weight.numel(), t.median",
         # a plausible time, not a measured one
         "def stage_profile(stage, inp):\n"
         "    return sum(p.numel() for p in stage.parameters()), 0.02",
         # one timed run
         "def stage_profile(stage, inp):\n"
-        "    t = benchmark(lambda: stage(inp).sum().backward(), warmup=1, repeats=1)\n"
+        "    t = benchmark(lambda: stage(inp).sum().backward(),\n"
+        "                  device=inp.device, warmup=1, repeats=1)\n"
         "    return sum(p.numel() for p in stage.parameters()), t.median",
         # no warm-up: the first, slow call is timed
         "def stage_profile(stage, inp):\n"
-        "    t = benchmark(lambda: stage(inp).sum().backward(), warmup=0, repeats=3)\n"
+        "    t = benchmark(lambda: stage(inp).sum().backward(),\n"
+        "                  device=inp.device, warmup=0, repeats=3)\n"
         "    return sum(p.numel() for p in stage.parameters()), t.median",
         # one call on the CPU's clock
         "import time\n"
@@ -55,12 +60,31 @@ WRONG = {
         "    return sum(p.numel() for p in stage.parameters()), statistics.mean(runs)",
         # milliseconds, not seconds (a factor off)
         "def stage_profile(stage, inp):\n"
-        "    t = benchmark(lambda: stage(inp).sum().backward(), warmup=1, repeats=5)\n"
+        "    t = benchmark(lambda: stage(inp).sum().backward(),\n"
+        "                  device=inp.device, warmup=1, repeats=5)\n"
         "    return sum(p.numel() for p in stage.parameters()), t.median * 1e3",
         # the slowest run
         "def stage_profile(stage, inp):\n"
-        "    t = benchmark(lambda: stage(inp).sum().backward(), warmup=1, repeats=5)\n"
+        "    t = benchmark(lambda: stage(inp).sum().backward(),\n"
+        "                  device=inp.device, warmup=1, repeats=5)\n"
         "    return sum(p.numel() for p in stage.parameters()), t.max",
+        # right only on a CPU: the timer is not told the device, so on a GPU it
+        # times the queueing of the work
+        "def stage_profile(stage, inp):\n"
+        "    t = benchmark(lambda: stage(inp).sum().backward(), warmup=1, repeats=5)\n"
+        "    return sum(p.numel() for p in stage.parameters()), t.median",
+        # the forward timed twice: once alone, once inside forward + backward
+        "def stage_profile(stage, inp):\n"
+        "    f = benchmark(lambda: stage(inp), device=inp.device, warmup=1,\n"
+        "                  repeats=5)\n"
+        "    b = benchmark(lambda: stage(inp).sum().backward(), device=inp.device,\n"
+        "                  warmup=1, repeats=5)\n"
+        "    return sum(p.numel() for p in stage.parameters()), f.median + b.median",
+        # right only for one Linear: its weight and bias, not a stage's parameters
+        "def stage_profile(stage, inp):\n"
+        "    t = benchmark(lambda: stage(inp).sum().backward(), device=inp.device,\n"
+        "                  warmup=1, repeats=5)\n"
+        "    return stage.weight.numel() + stage.bias.numel(), t.median",
     ],
     2: [  # our cut after layer1, not after layer2
         "def split_after_layer2(model):\n"
@@ -168,5 +192,25 @@ WRONG = {
         # milliseconds taken for seconds
         _COPY + _TIMED +
         "    return a.numel() * a.element_size() / 2**30 / (t.median * 1e3)",
+        # right only on a CPU: the activation made on the default device, not dev0
+        "def copy_bandwidth(batch, timer=benchmark):\n"
+        "    a = torch.randn(batch, *stages.cut_shape(IMAGE))\n"
+        "    buf = torch.empty_like(a, device=dev1)\n" + _TIMED +
+        "    return a.numel() * a.element_size() / 2**30 / t.median",
+        # random numbers made inside the timed code: their cost counted as copying
+        "def copy_bandwidth(batch, timer=benchmark):\n"
+        "    shape = (batch, *stages.cut_shape(IMAGE))\n"
+        "    t = timer(lambda: (torch.randn(shape, device=dev0).to(dev1),\n"
+        "                       synchronize(dev1)), device=dev0)\n"
+        "    return batch * math.prod(shape[1:]) * 4 / 2**30 / t.median",
+        # two copies per timing, one copy's bytes: half the bandwidth
+        _COPY + "    t = timer(lambda: (buf.copy_(a), buf.copy_(a),\n"
+        "                       synchronize(dev1)),\n"
+        "              device=dev0)\n"
+        "    return a.numel() * a.element_size() / 2**30 / t.median",
+        # there and back in one timing, counted as one way
+        _COPY + "    t = timer(lambda: (a.to(dev1).to(dev0), synchronize(dev1)),\n"
+        "              device=dev0)\n"
+        "    return a.numel() * a.element_size() / 2**30 / t.median",
     ],
 }
