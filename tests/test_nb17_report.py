@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import statistics
 
 import pytest
@@ -28,11 +29,16 @@ def _row(windows: list[float], device: str) -> dict:
     return {"ms": statistics.median(windows), "windows": windows, "device": device}
 
 
-def _run(runs: dict, ddp_name: str) -> dict:
-    """Run the table and notes cells on `runs`; return the notebook's names."""
+def _run(runs: dict, ddp_name: str, best: int = 1,
+         per_thread_ms: float | None = None, load: float | None = None) -> dict:
+    """Run the table and notes cells on `runs`; return the notebook's names. The CPU
+    row ran at `best` threads; one thread took `per_thread_ms` (if None: the row's)."""
+    per_thread_ms = per_thread_ms or runs["CPU, 1 process"]["ms"]
     ns = {"runs": runs, "ddp_name": ddp_name, "ARTICLE": ARTICLE, "verdict": verdict,
           "math": math, "cpu_ms": runs["CPU, 1 process"]["ms"],
-          "Markdown": lambda text: text}
+          "Markdown": lambda text: text, "BEST": best, "os": os,
+          "HARDWARE": {"load_at_start": load},
+          "per_threads": {1: per_thread_ms, best: runs["CPU, 1 process"]["ms"]}}
     src = _sources()
     assert set(src) == set(CELLS), f"cells not in the notebook: {set(CELLS) - set(src)}"
     for cid in CELLS:
@@ -75,3 +81,27 @@ def test_a_ratio_whose_windows_straddle_a_band_reads_too_noisy():
             "DDP, 2 CPU processes (gloo)": _row([62.0, 63.0, 61.0], "cpu")}
     ns = _run(runs, "DDP, 2 CPU processes (gloo)")
     assert "too noisy" in ns["notes"][0], ns["notes"]
+
+
+def test_two_cpu_processes_beyond_twice_one_thread_are_flagged():
+    # 2 one-thread ranks against the CPU row at 1 thread: at best 2x; 3x is noise
+    runs = {"CPU, 1 process": _row([600.0, 610.0, 590.0, 600.0], "cpu"),
+            "DDP, 2 CPU processes (gloo)": _row([200.0, 201.0, 199.0], "cpu")}
+    ns = _run(runs, "DDP, 2 CPU processes (gloo)")
+    assert "above the ideal 2x" in ns["notes"][0], ns["notes"]
+    # the CPU row at 4 threads, 3x faster than one: two one-thread ranks reach 0.67x
+    runs["DDP, 2 CPU processes (gloo)"] = _row([800.0, 801.0, 799.0], "cpu")
+    ns = _run(runs, "DDP, 2 CPU processes (gloo)", best=4, per_thread_ms=1800.0)
+    assert "above the ideal" in ns["notes"][0], ns["notes"]
+    runs["DDP, 2 CPU processes (gloo)"] = _row([1000.0, 1001.0, 999.0], "cpu")
+    ns = _run(runs, "DDP, 2 CPU processes (gloo)", best=4, per_thread_ms=1800.0)
+    assert "above the ideal" not in ns["notes"][0], ns["notes"]
+
+
+def test_a_busy_machine_is_named_beside_the_ratios():
+    runs = {"CPU, 1 process": _row([60.0, 61.0, 59.0, 60.0], "cpu"),
+            "DDP, 2 CPU processes (gloo)": _row([80.0, 81.0, 79.0], "cpu")}
+    quiet = _run(runs, "DDP, 2 CPU processes (gloo)", load=0.5)
+    assert not any("busy" in n for n in quiet["notes"]), quiet["notes"]
+    busy = _run(runs, "DDP, 2 CPU processes (gloo)", load=4.0 * os.cpu_count())
+    assert "The machine was busy" in busy["notes"][-1], busy["notes"]

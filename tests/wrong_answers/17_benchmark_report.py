@@ -37,7 +37,10 @@ WRONG = {
         "    return n * (1 - eff) / (n - 1)",
         # the skipped point: rounded, so E does not come back
         "def serial_fraction(eff, n=2):\n"
-        "    return round((1 / eff - 1) / (n - 1), 2)"],
+        "    return round((1 / eff - 1) / (n - 1), 2)",
+        # a factor off: the fraction in percent
+        "def serial_fraction(eff, n=2):\n"
+        "    return 100 * (1 / eff - 1) / (n - 1)"],
     2: ["def speedups(report):  # targeted: trusts the stored field\n"
         "    return {r['run']: r['speedup'] for r in report['rows']\n"
         "            if r['speedup'] is not None}",
@@ -74,7 +77,21 @@ WRONG = {
         # the skipped point: runs that were not measured kept as None
         "def speedups(report):\n" + _CPU_FIRST +
         "    return {r['run']: r['ms_per_step'] and cpu / r['ms_per_step']\n"
-        "            for r in report['rows']}"],
+        "            for r in report['rows']}",
+        # rounded as the table prints them
+        "def speedups(report):\n" + _CPU_FIRST +
+        "    return {r['run']: round(cpu / r['ms_per_step'], 2)\n"
+        "            for r in report['rows'] if r['ms_per_step'] is not None}",
+        # over the single device, not the CPU
+        "def speedups(report):\n"
+        "    one = next(r['ms_per_step'] for r in report['rows']\n"
+        "               if r['run'].startswith('1 ') and r['ms_per_step'])\n"
+        "    return {r['run']: one / r['ms_per_step'] for r in report['rows']\n"
+        "            if r['ms_per_step'] is not None}",
+        # half the inputs: rows picked by the stored speedup, not by ms_per_step
+        "def speedups(report):\n" + _CPU_FIRST +
+        "    return {r['run']: cpu / r['ms_per_step'] for r in report['rows']\n"
+        "            if r['speedup'] is not None}"],
     3: ["work_per_gradient_ratio = 3  # targeted: the image side",
         "work_per_gradient_ratio = (40 / 16) ** 2  # the weights' ratio, not pixels'",
         "work_per_gradient_ratio = 9 * (40 / 16) ** 2  # a factor off: work, not per "
@@ -110,5 +127,9 @@ WRONG = {
         "                max(('sync', 'data', 'comm', 'other'), key=p.get)\n"
         "                for c, p in CASES.items()}",
         # targeted: the host sync filed under other (Python, launches)
-        "answer_fixes = {'A': 'data', 'B': 'comm', 'C': 'other', 'D': None}"],
+        "answer_fixes = {'A': 'data', 'B': 'comm', 'C': 'other', 'D': None}",
+        # B's tiny step read as mostly compute
+        "answer_fixes = {'A': 'data', 'B': None, 'C': 'sync', 'D': None}",
+        # a string for None
+        "answer_fixes = {'A': 'data', 'B': 'comm', 'C': 'sync', 'D': 'none'}"],
 }
