@@ -14,7 +14,8 @@ WRONG = {
         "answer = 0.1  # the bubble, not m",
         "answer = 27.5  # solved (p-1)/(m+p-1) = 0.1 with p - 1 = 3 and a slip",
         "answer = '27'  # a string",
-        "answer = 40  # 10 per stage"],
+        "answer = 40  # 10 per stage",
+        "answer = 31  # (p - 1) / m <= 0.1, rounded up once more"],
     2: [  # seconds, not milliseconds
         "def ms_per_image(events, stage, batch):\n"
         "    return sum(e[4] - e[3] for e in events if e[0] == stage) / batch",
@@ -51,6 +52,18 @@ WRONG = {
         # the end times summed, not the durations
         "def ms_per_image(events, stage, batch):\n"
         "    return sum(e[4] for e in events if e[0] == stage) * 1e3 / batch",
+        # the backwards only
+        "def ms_per_image(events, stage, batch):\n"
+        "    return sum(e[4] - e[3] for e in events\n"
+        "               if e[0] == stage and e[1] == 'B') * 1e3 / batch",
+        # per bar, not per image
+        "def ms_per_image(events, stage, batch):\n"
+        "    mine = [e for e in events if e[0] == stage]\n"
+        "    return sum(e[4] - e[3] for e in mine) * 1e3 / len(mine)",
+        # a tensor of the wrong value: another type does not make it right
+        "import torch\n"
+        "def ms_per_image(events, stage, batch):\n"
+        "    return torch.tensor([e[4] - e[3] for e in events]).sum() * 1e3 / batch",
     ],
     3: [  # GPipe's order: all forwards, then all backwards
         "def one_f_one_b(m):\n"
