@@ -38,9 +38,14 @@ WRONG = {
             "    return total", "    return loss.detach()  # the last slice's share"),
         _ACCUM_OK.replace("        total += loss.detach()\n",  # keeps every graph
                           "        total = total + loss\n"),
+        _ACCUM_OK.replace("    total = torch.zeros((), dtype=xb.dtype)\n",  # a float
+                          "    total = 0.0\n").replace(
+            "        total += loss.detach()\n", "        total += loss.item()\n"),
         ],
     2: ["def predict_bytes(m32, m64, batch):\n"
         "    return m64 * batch / 64  # proportional: no intercept",
+        "def predict_bytes(m32, m64, batch):\n"
+        "    return m32 * batch / 32  # proportional, from the other point",
         "def predict_bytes(m32, m64, batch):\n"
         "    return saved_bytes(cnn, batch)  # measured, not predicted",
         "def predict_bytes(m32, m64, batch):\n"
