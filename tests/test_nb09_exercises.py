@@ -72,6 +72,13 @@ def test_dealing_by_hand_without_padding_fails_at_sizes_that_do_not_divide(ns):
     assert out.startswith("not yet") and "pads the shares" in out, out
 
 
+def test_padding_a_whole_world_fails_where_the_ranks_divide_the_data(ns):
+    answer = NO_PADDING.replace("    return", "    order += order[:world - len(data) % "
+                                "world]\n    return")
+    out = said(ns, answer, "check(rank_loader, test=global_batches_match)")
+    assert out.startswith("not yet") and "next multiple" in out, out
+
+
 @pytest.mark.parametrize("answer", ["(60, 35, 10)", "[60.0, 35, 10]",
                                     "(torch.tensor(60), 35, 10)"])
 def test_counts_accept_any_form(ns, answer):

@@ -61,6 +61,30 @@ WRONG = {
         "    order = torch.randperm(len(data)).tolist()\n"
         "    order += order[:-len(data) % world]\n"
         "    return DataLoader(order[rank::world], batch_size=batch // world)",
+        # right only where the ranks do not divide the data: pads a whole world more
+        _HEAD
+        + "    order = torch.randperm(len(data), generator=torch.Generator()"
+        ".manual_seed(seed + epoch)).tolist()\n"
+        "    order += order[:world - len(data) % world]\n"
+        "    return DataLoader(order[rank::world], batch_size=batch // world)",
+        # padded and shuffled right, but each rank takes a block, not every world-th
+        _HEAD
+        + "    order = torch.randperm(len(data), generator=torch.Generator()"
+        ".manual_seed(seed + epoch)).tolist()\n"
+        "    order += order[:-len(data) % world]\n"
+        "    per = len(order) // world\n"
+        "    return DataLoader(order[rank * per:(rank + 1) * per], "
+        "batch_size=batch // world)",
+        # a factor off in the epoch: set_epoch(epoch + 1)
+        _HEAD
+        + "    sampler = DistributedSampler(data, world, rank, seed=seed)\n"
+        "    sampler.set_epoch(epoch + 1)\n"
+        "    return DataLoader(data, batch_size=batch // world, sampler=sampler)",
+        # the epoch counted twice: in the seed and in set_epoch
+        _HEAD
+        + "    sampler = DistributedSampler(data, world, rank, seed=seed + epoch)\n"
+        "    sampler.set_epoch(epoch)\n"
+        "    return DataLoader(data, batch_size=batch // world, sampler=sampler)",
     ],
     2: ["answer = (64, 32, 64)  # no rounding, no padding",
         "answer = (60, 69, 10)  # micro-batches, not optimizer steps",
@@ -69,10 +93,13 @@ WRONG = {
         "answer = (60, 35, 30)  # the last micro-batch taken as full",
         "answer = (30, 35, 10)  # one micro-batch per rank, not a step of 2",
         "answer = (60, 35)  # half the question",
-        "answer = [64, 35, 10]  # the batch as asked"],
+        "answer = [64, 35, 10]  # the batch as asked",
+        "answer = (60, 35, 2)  # the last step of one rank, not of all 5",
+        "answer = (12, 35, 2)  # one rank's numbers throughout"],
     3: ["answer = 1  # the mean keeps the scale",
         "answer = 2  # the square root of 4",
         "answer = 0.25  # divided, not multiplied",
         "answer = 16  # the squared norm's factor",
-        "answer = 64  # the batch, not the micro-batches"],
+        "answer = 64  # the batch, not the micro-batches",
+        "answer = 8  # twice the micro-batches"],
 }
