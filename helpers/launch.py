@@ -35,10 +35,24 @@ TAG = "COURSE_LAUNCH_ID"  # inherited by every process of a launch, so none can 
 PREFIX = re.compile(r"\[rank (\d+)\] (?:\[rank\d+\]:)?(.*)")  # torchrun's, then torch's
 # torchrun's own main that, when ranks fail, saves what torchrun knows of each: exit
 # code, its error file's message (@record) and when that file was written. Then it
-# exits at once: tearing torch down takes seconds on a busy machine.
-_AGENT = """import json, os, sys
+# exits at once: tearing torch down takes seconds on a busy machine. If the kernel
+# that started it dies (a restart during a launch), it stops every process of it.
+_AGENT = """import json, os, sys, threading, time
+import psutil
 from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 from torch.distributed.run import main
+def orphaned(parent=os.getppid(), tag=os.environ["COURSE_LAUNCH_ID"]):
+    while os.getppid() == parent:  # the kernel is alive: it stops the launch itself
+        time.sleep(0.5)
+    for p in psutil.process_iter(["environ"]):  # killed or restarted: stop it all
+        mine = (p.info["environ"] or {}).get("COURSE_LAUNCH_ID") == tag
+        if mine and p.pid != os.getpid():
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+    os._exit(1)
+threading.Thread(target=orphaned, daemon=True).start()
 try:
     main(sys.argv[1:])
 except ChildFailedError as err:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -237,6 +238,30 @@ def test_interrupt_stops_everything_and_is_never_a_launch_error(tmp_path):
     assert isinstance(info.value, LaunchInterrupted), type(info.value)
     assert "run it again" in str(info.value), str(info.value)
     _assert_nothing_left(tmp_path, info.value.result.tag)
+
+
+def test_a_killed_kernel_leaves_no_process_of_its_launch(tmp_path):
+    """A kernel killed or restarted during a launch: the agent stops every rank."""
+    body = 'print("up", flush=True)\nleave_a_child() if rank == 1 else None\n' \
+           'time.sleep(600)\n'
+    kernel = subprocess.Popen([sys.executable, "-c", (
+        "import sys; from helpers.launch import torchrun\n"
+        f"torchrun({str(_script(tmp_path, body))!r}, {str(tmp_path / 'pids')!r}, "
+        "echo=False, timeout=300)")], cwd=Path(launch.__file__).parents[1])
+    pids, end = tmp_path / "pids", time.monotonic() + 60
+    while time.monotonic() < end and not (pids.is_dir() and len(list(
+            pids.iterdir())) >= 3):  # both ranks and rank 1's child run
+        time.sleep(0.05)
+    kernel.kill()  # no clean-up in the kernel: what a restart does to it
+    kernel.wait()
+    recorded = {p.name: int(p.read_text()) for p in pids.iterdir()}
+    assert len(recorded) == 3, f"the launch did not start: {recorded}"
+    end = time.monotonic() + 20
+    while time.monotonic() < end and any(
+            psutil.pid_exists(pid) and psutil.Process(pid).status()
+            != psutil.STATUS_ZOMBIE for pid in recorded.values()):
+        time.sleep(0.2)
+    _assert_nothing_left(tmp_path, "")
 
 
 def test_torchrun_failing_before_any_rank_shows_its_lines(tmp_path, monkeypatch):
