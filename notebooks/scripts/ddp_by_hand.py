@@ -37,17 +37,31 @@ from torch.nn.utils import parameters_to_vector
 
 def as_ranks(fn: Callable, models: list[torch.nn.Module]) -> list[int]:
     """Run fn(model, world, all_reduce) for every model at once, each in a thread that
-    stands in for a rank, with an all_reduce that sums over them in place, as
-    dist.all_reduce does; return the rank of every all_reduce call."""
+    stands in for a rank, with an all_reduce that sums (or, with op=ReduceOp.AVG,
+    averages) over them in place, as dist.all_reduce does, and with async_op=True
+    returns a finished work to wait on; return the rank of every all_reduce call."""
     world, posted, calls, errors = len(models), {}, [], []
     meet = threading.Barrier(world, timeout=30)  # a missing rank: an error, no hang
 
-    def all_reduce(r: int, t: torch.Tensor, *args, **kwargs) -> None:
+    class Done:  # what dist.all_reduce(..., async_op=True) returns, already finished
+        def wait(self, *args, **kwargs) -> bool:
+            return True
+
+        def is_completed(self) -> bool:
+            return True
+
+    def all_reduce(r: int, t: torch.Tensor, op=None, group=None,
+                   async_op: bool = False) -> Done | None:
+        average = op is not None and op == dist.ReduceOp.AVG
+        if op is not None and not average and op != dist.ReduceOp.SUM:
+            raise ValueError(f"the stand-in all_reduce sums or averages, not {op}")
         calls.append(r)
         posted[r] = t.detach().clone()
         meet.wait()  # every rank has posted its tensor
-        t.copy_(sum(posted[k] for k in range(world)))
+        total = sum(posted[k] for k in range(world))
+        t.copy_(total / world if average else total)
         meet.wait()  # every rank has read them all
+        return Done() if async_op else None
 
     def rank(r: int) -> None:
         try:
@@ -129,7 +143,8 @@ def main() -> None:
               f"parameter tensor), DDP {result['ddp_allreduces']:g} (its buckets)")
         print(f"by hand vs DDP: max |difference| {result['max_gap']:.1e} over all "
               f"ranks; DDP's copies on the ranks differ by {spread:.1e}")
-        if args.dump:
+        if args.dump:  # its folder too: a notebook may have cleaned it up
+            Path(args.dump).parent.mkdir(parents=True, exist_ok=True)
             torch.save(result, Path(args.dump))
     dist.barrier()
     dist.destroy_process_group()
