@@ -79,7 +79,27 @@ def local_counts(model, data, sampler):
 """
 
 
-@pytest.mark.parametrize("answer", [DDP_ORDER, AS_VIEWS])
+ASYNC_AVG = """\
+def average_in_one_bucket(model, world, all_reduce=dist.all_reduce):
+    grads = [p.grad for p in model.parameters()]
+    bucket = torch.cat([g.flatten() for g in grads])
+    all_reduce(bucket, op=dist.ReduceOp.AVG, async_op=True).wait()  # nccl's way
+    for g, part in zip(grads, bucket.split([g.numel() for g in grads])):
+        g.copy_(part.view_as(g))
+"""
+
+WHOLE_SHARE_RIGHT = """\
+def local_counts(model, data, sampler):
+    idx = torch.tensor(list(sampler))
+    keep = sampler.rank + sampler.num_replicas * torch.arange(len(idx)) < len(data)
+    x, y = data[idx]
+    with torch.no_grad():
+        right = (model(x).argmax(1) == y).sum()  # the repeats' answers counted too
+    return torch.stack([right, keep.sum()])
+"""
+
+
+@pytest.mark.parametrize("answer", [DDP_ORDER, AS_VIEWS, ASYNC_AVG])
 def test_one_bucket_accepts_any_right_order(ns, answer):
     assert said(ns, answer, "check(average_in_one_bucket, test=averages_in_one_bucket)"
                 ) == "right"
@@ -93,6 +113,19 @@ def test_one_bucket_names_a_hard_coded_world(ns):
 
 def test_counts_accept_a_list_from_another_method(ns):
     assert said(ns, PADDED_TAIL, "check(local_counts, test=summed_over_ranks)"
+                ) == "right"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_counting_a_repeat_fails_whatever_the_trained_model(ns, seed):
+    """The check's own model is right on the padded samples, so counting a repeat's
+    answer always shows, whichever weights notebook 10's run trained."""
+    torch = ns["torch"]
+    torch.manual_seed(seed)
+    space = {**ns, "net": ns["Net"](16)}
+    out = said(space, WHOLE_SHARE_RIGHT, "check(local_counts, test=summed_over_ranks)")
+    assert out.startswith("not yet") and "each once" in out, out
+    assert said(space, PADDED_TAIL, "check(local_counts, test=summed_over_ranks)"
                 ) == "right"
 
 

@@ -76,6 +76,17 @@ WRONG = {
         "    with torch.no_grad():\n"
         "        right = (model(x).argmax(1) == y).sum()\n"
         "    return torch.tensor([right.item(), len(data) / sampler.num_replicas])",
+        # the right number of samples, but the last ones kept: a repeat in, a sample out
+        "def local_counts(model, data, sampler):\n"
+        "    idx = torch.tensor(list(sampler))\n"
+        "    real = int((sampler.rank + sampler.num_replicas * torch.arange(len(idx)) "
+        "< len(data)).sum())\n"
+        "    x, y = data[idx[len(idx) - real:]]\n"
+        "    with torch.no_grad():\n"
+        "        right = (model(x).argmax(1) == y).sum()\n"
+        "    return torch.tensor([right, real])",
+        # the sample's index tested, not its position: every index is below len(data)
+        _counts("idx < len(data)"),
     ],
     2: [  # one all-reduce per tensor, as average_gradients does (the misconception)
         "def average_in_one_bucket(model, world, all_reduce=dist.all_reduce):\n"
@@ -112,6 +123,14 @@ WRONG = {
         "def average_in_one_bucket(model, world, all_reduce=dist.all_reduce):\n"
         "    for p in model.parameters():\n"
         "        p.grad /= world",
+        # ReduceOp.AVG already divides: dividing again halves it twice
+        _BUCKET + "    all_reduce(bucket, op=dist.ReduceOp.AVG)\n    bucket /= world\n"
+        + _BACK,
+        # the means copied back in the opposite order to the one they were packed in
+        _BUCKET + "    all_reduce(bucket)\n    bucket /= world\n"
+        "    for g, part in zip(grads[::-1], bucket.split([g.numel() for g in "
+        "grads[::-1]])):\n"
+        "        g.copy_(part.view_as(g))",
     ],
     3: ["answer = 2.0  # 1 + 1000 x 0.001",
         "answer = 1.99  # a little lost to rounding",
@@ -119,5 +138,7 @@ WRONG = {
         "answer = 1.0078125  # one bfloat16 step up",
         "answer = 1.001  # only the first addition counts",
         "answer = 1.992  # rounded to bfloat16 once, at the end",
-        "answer = 0.001"],
+        "answer = 0.001",
+        "answer = 8.8  # every addition rounds up a whole step",
+        "answer = 1.977  # float16's rounding, not bfloat16's"],
 }
