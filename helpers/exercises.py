@@ -50,7 +50,7 @@ def _canonical(value: Any) -> Any:
 
 
 def digest(value: Any) -> str:
-    """Return a fingerprint of `value`, to check it unseen (06, 08-12, 16, 17)."""
+    """Return a fingerprint of `value` to check unseen (01, 03, 06, 08-12, 14-17)."""
     return hashlib.sha256(repr(_canonical(value)).encode()).hexdigest()[:12]
 
 
