@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import importlib.util
+import io
 import socket
 import sys
 from collections.abc import Iterable
@@ -80,3 +82,12 @@ def assert_readable(fig: Any) -> None:
     small = {t: s for t, s in text_sizes(fig).items() if s < FONT_SIZE}
     assert not small, f"text under {FONT_SIZE} pt: {small}"
 
+
+
+def said(ns: dict, answer: str, call: str) -> str:
+    """Run `answer`, then a check's `call`, in a copy of `ns`; return its output."""
+    space = dict(ns)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(answer + "\n" + call, space)
+    return out.getvalue().strip()

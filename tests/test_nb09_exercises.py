@@ -4,14 +4,12 @@ tests/wrong_answers/09_distributed_data_parallel.py)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import math
 import sys
 
 import nbformat
 import pytest
-from conftest import NOTEBOOK_DIR
+from conftest import NOTEBOOK_DIR, said
 
 PATH = NOTEBOOK_DIR / "09_distributed_data_parallel.ipynb"
 SETUP = """\
@@ -34,14 +32,6 @@ def ns():
     exec(SETUP, space)
     exec(cells["cell-a70c10-h"], space)
     return space
-
-
-def said(ns: dict, answer: str, call: str) -> str:
-    space = dict(ns)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(answer + "\n" + call, space)
-    return out.getvalue().strip()
 
 
 HEAD = "def rank_loader(data, batch, rank, world, epoch, seed=SEED):\n"

@@ -4,13 +4,11 @@ nbval, tests/wrong_answers/10_ddp_in_practice.py)."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import sys
 
 import nbformat
 import pytest
-from conftest import NOTEBOOK_DIR
+from conftest import NOTEBOOK_DIR, said
 
 PATH = NOTEBOOK_DIR / "10_ddp_in_practice.ipynb"
 CHECKS = ["cell-5b60d9-h", "cell-5b60d9-t", "cell-5263fd-t", "cell-1a4d62"]
@@ -39,14 +37,6 @@ def ns():
     for cid in CHECKS:
         exec(cells[cid].split("\ncheck(")[0], space)  # the exercise's own check call
     return space
-
-
-def said(ns: dict, answer: str, call: str) -> str:
-    space = dict(ns)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(answer + "\n" + call, space)
-    return out.getvalue().strip()
 
 
 DDP_ORDER = """\
