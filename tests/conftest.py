@@ -6,6 +6,7 @@ import ast
 import contextlib
 import importlib.util
 import io
+import json
 import socket
 import sys
 from collections.abc import Iterable
@@ -22,6 +23,12 @@ SANITIZE = ROOT / "tests" / "sanitize.cfg"
 
 if str(ROOT) not in sys.path:  # lets tests import tools/ without installing it
     sys.path.insert(0, str(ROOT))
+
+
+def cell_sources(path: Path) -> dict[str, str]:
+    """Return each cell's source by id, read as JSON (the floor lane has no nbformat)."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return {c["id"]: "".join(c["source"]) for c in cells}
 
 
 def free_port() -> int:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import math
 import sys
 
-import nbformat
 import pytest
-from conftest import NOTEBOOK_DIR, said
+from conftest import NOTEBOOK_DIR, cell_sources, said
 
 PATH = NOTEBOOK_DIR / "09_distributed_data_parallel.ipynb"
 SETUP = """\
@@ -27,7 +26,7 @@ SEED = 0
 def ns():
     """The notebook's hidden check cell, run after the names it needs."""
     sys.path.insert(0, str(NOTEBOOK_DIR / "scripts"))
-    cells = {c.id: c.source for c in nbformat.read(PATH, as_version=4).cells}
+    cells = cell_sources(PATH)
     space: dict = {}
     exec(SETUP, space)
     exec(cells["cell-a70c10-h"], space)

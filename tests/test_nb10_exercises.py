@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import sys
 
-import nbformat
 import pytest
-from conftest import NOTEBOOK_DIR, said
+from conftest import NOTEBOOK_DIR, cell_sources, said
 
 PATH = NOTEBOOK_DIR / "10_ddp_in_practice.ipynb"
 CHECKS = ["cell-5b60d9-h", "cell-5b60d9-t", "cell-5263fd-t", "cell-1a4d62"]
@@ -31,7 +30,7 @@ net = Net(16)
 def ns():
     """The notebook's check cells, run after the names they need."""
     sys.path.insert(0, str(NOTEBOOK_DIR / "scripts"))
-    cells = {c.id: c.source for c in nbformat.read(PATH, as_version=4).cells}
+    cells = cell_sources(PATH)
     space: dict = {}
     exec(SETUP, space)
     for cid in CHECKS:

@@ -10,17 +10,15 @@ from __future__ import annotations
 import ast
 import re
 
-import nbformat
 import pytest
-from conftest import NOTEBOOK_DIR
+from conftest import NOTEBOOK_DIR, cell_sources
 
 NOTEBOOK = NOTEBOOK_DIR / "16_transformer_sharded.ipynb"
 
 
 def lookup():
     """Return the notebook's lookup as a function of the device's name."""
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    source = next(c.source for c in nb.cells if "FP64 = {" in c.source)
+    source = next(s for s in cell_sources(NOTEBOOK).values() if "FP64 = {" in s)
     tree = ast.parse(source)
     wanted = [node for node in tree.body if isinstance(node, ast.Assign)
               and isinstance(node.targets[0], ast.Name)
