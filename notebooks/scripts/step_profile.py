@@ -12,7 +12,7 @@ chrome://tracing). Two runs are slow on purpose:
 - item: a `loss.item()` every step. It copies one number to the host, so the host
   waits until the device has run everything queued before it (on a GPU, every step).
 step_breakdown() reads the traces back (with traces.py) and splits each recorded step
-into PARTS; notebook 17 prints them. Only torch and the standard library are used.
+into PARTS; notebook 18 prints them. Only torch and the standard library are used.
 """
 
 from __future__ import annotations
