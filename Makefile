@@ -127,8 +127,9 @@ lab: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
+# The fast loop: every test that starts no process (marked `slow` otherwise).
 unit: $(STAMP)
-	$(BIN)/pytest tests --ignore=tests/browser --durations=0
+	$(BIN)/pytest tests --ignore=tests/browser -m "not slow" -p no:nbval --durations=10
 
 nbval: $(STAMP)
 	$(BIN)/pytest $(NBVAL) $(NOTEBOOKS) --durations=0
