@@ -1,0 +1,134 @@
+"""What every distributed script in this folder shares: the group, the clock, records.
+
+Copy the whole folder, not one file: every entry script imports this module and the
+shared file of its own family (ddp_parts.py, pipe_stages.py, fsdp_model.py, gpt.py).
+Only torch and the standard library are used.
+
+- `setup` / `leave`: join and leave the process group torchrun describes;
+- `log`: print once, on rank 0;
+- `sync` / `clock`: wait for this rank's queued device work, then read the time;
+- `nbytes`, `max_diff`, `full_state`: bytes held, and whole weights to compare;
+- `save_record` / `load_record`: one typed record of results per script, as JSON.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+R = TypeVar("R")
+
+
+def setup(device: str = "auto") -> torch.device:
+    """Join the process group torchrun describes; return this rank's device."""
+    if "LOCAL_RANK" not in os.environ:
+        raise SystemExit(f"start me with torchrun, e.g. torchrun --standalone "
+                         f"--nproc-per-node=2 {os.path.basename(sys.argv[0])}")
+    local_rank = int(os.environ["LOCAL_RANK"])  # this process's index on its machine
+    local_world = int(os.environ["LOCAL_WORLD_SIZE"])  # processes on this machine
+    if device == "auto":  # a GPU for every process on this machine, or none
+        device = "cuda" if torch.cuda.device_count() >= local_world else "cpu"
+    if device == "cuda":
+        if local_rank >= torch.cuda.device_count():
+            raise SystemExit(f"local rank {local_rank} has no GPU of its own: "
+                             f"{torch.cuda.device_count()} visible on this machine")
+        dev = torch.device("cuda", local_rank)
+        torch.cuda.set_device(dev)
+        dist.init_process_group("nccl", device_id=dev)  # binds the group to this GPU
+        return dev
+    dist.init_process_group("gloo")
+    atexit.register(time.sleep, 0.2)  # workaround: gloo's threads finish freeing
+    return torch.device("cpu")
+
+
+def leave() -> None:
+    """Wait for every rank, then leave the process group."""
+    dist.barrier()  # nobody leaves while the others still communicate
+    dist.destroy_process_group()
+
+
+def log(*parts: Any) -> None:
+    """Print on rank 0 only, so that the job says each thing once."""
+    if not dist.is_initialized() or dist.get_rank() == 0:
+        print(*parts, flush=True)
+
+
+def sync(device: torch.device) -> None:
+    """Wait for the work queued on this rank's current stream (a CPU has none)."""
+    if device.type == "cuda":
+        # This stream only: torch.cuda.synchronize would also wait for nccl's stream,
+        # where a receive posted early waits for its sender (see pipe_stages.py).
+        torch.cuda.current_stream(device).synchronize()
+
+
+def clock(device: torch.device) -> float:
+    """Return perf_counter seconds once the work queued on `device` has finished."""
+    sync(device)
+    return time.perf_counter()
+
+
+def nbytes(tensors: torch.Tensor | Iterable[torch.Tensor]) -> int:
+    """Return the bytes these tensors hold on this rank (a DTensor: its local shard)."""
+    if isinstance(tensors, torch.Tensor):
+        tensors = [tensors]
+    total = 0
+    for t in tensors:
+        local = t.to_local() if hasattr(t, "to_local") else t
+        total += local.numel() * local.element_size()
+    return total
+
+
+def full_state(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Return whole weights and buffers on the CPU by plain name, as PyTorch saves them.
+
+    `get_model_state_dict` all-gathers DTensor shards and strips the prefixes that
+    DDP, `torch.compile` and activation checkpointing add; every rank must call it.
+    Its `cpu_offload=True` would fill rank 0's dict only, so each rank moves its own.
+    """
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        get_model_state_dict,
+    )
+
+    state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True))
+    return {name: value.detach().cpu() for name, value in state.items()}
+
+
+def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
+    """Return the largest |a - b| over two dicts of tensors with the same names."""
+    if a.keys() != b.keys():
+        raise KeyError(f"different names: {sorted(a.keys() ^ b.keys())}")
+    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
+
+
+def save_record(path: str | Path, record: Any) -> None:
+    """Write a dataclass record of results as JSON, atomically, named by its type."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {"record": type(record).__name__, **dataclasses.asdict(record)}
+    path.with_suffix(".tmp").write_text(json.dumps(body, indent=1))
+    path.with_suffix(".tmp").replace(path)
+
+
+def load_record(path: str | Path, cls: type[R]) -> R:
+    """Read a record written by `save_record`; a missing or renamed field raises."""
+    body = json.loads(Path(path).read_text())
+    kind = body.pop("record", None)
+    if kind != cls.__name__:
+        raise TypeError(f"{path} holds a {kind} record, not a {cls.__name__}")
+    names = {f.name for f in dataclasses.fields(cls)}
+    if body.keys() != names:
+        raise KeyError(f"{path}: fields {sorted(body.keys() ^ names)} differ from "
+                       f"{cls.__name__}'s (written by another version of the script?)")
+    return cls(**body)
