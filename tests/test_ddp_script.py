@@ -31,6 +31,11 @@ def ddp():
 
 
 @pytest.fixture(scope="module")
+def common():
+    return load_script(SCRIPT.with_name("common.py"))
+
+
+@pytest.fixture(scope="module")
 def parts():
     return load_script(SCRIPT.with_name("ddp_parts.py"))
 
@@ -144,10 +149,10 @@ def test_bf16_autocast_trains_in_float32_weights(ddp, parts, group):
     assert {p.dtype for p in model.parameters()} == {torch.float32}
 
 
-def test_refuses_to_run_without_torchrun(ddp, monkeypatch):
+def test_refuses_to_run_without_torchrun(common, monkeypatch):
     monkeypatch.delenv("LOCAL_RANK", raising=False)
     with pytest.raises(SystemExit, match="start me with torchrun"):
-        ddp.setup("cpu")
+        common.setup("cpu")
 
 
 @pytest.mark.parametrize("world", range(1, 9))
@@ -305,26 +310,26 @@ def test_the_fixed_hang_finishes(tmp_path):
     (0, (0, 2), "auto", ("gloo", "cpu")), (1, (1, 2), "auto", ("gloo", "cpu")),
     (2, (1, 2), "auto", ("nccl", "cuda:1")), (4, (3, 4), "cuda", ("nccl", "cuda:3")),
     (2, (1, 2), "cpu", ("gloo", "cpu"))])
-def test_setup_gives_each_local_rank_its_own_gpu(ddp, monkeypatch, gpus, local, asked,
-                                                  want):
+def test_setup_gives_each_local_rank_its_own_gpu(common, monkeypatch, gpus, local,
+                                                  asked, want):
     """On faked GPUs: nccl with device_id = cuda:LOCAL_RANK, or gloo on the CPU."""
     joined = []
     monkeypatch.setenv("LOCAL_RANK", str(local[0]))
     monkeypatch.setenv("LOCAL_WORLD_SIZE", str(local[1]))
     monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
     monkeypatch.setattr(torch.cuda, "set_device", lambda dev: None)
-    monkeypatch.setattr(ddp.dist, "init_process_group",
+    monkeypatch.setattr(common.dist, "init_process_group",
                         lambda backend, **kw: joined.append((backend, kw)))
-    monkeypatch.setattr(ddp.atexit, "register", lambda *a: None)
-    dev = ddp.setup(asked)
+    monkeypatch.setattr(common.atexit, "register", lambda *a: None)
+    dev = common.setup(asked)
     assert (joined[0][0], str(dev)) == want, joined
     if want[0] == "nccl":
         assert joined[0][1] == {"device_id": dev}, "nccl without device_id"
 
 
-def test_setup_refuses_a_local_rank_without_a_gpu(ddp, monkeypatch):
+def test_setup_refuses_a_local_rank_without_a_gpu(common, monkeypatch):
     monkeypatch.setenv("LOCAL_RANK", "2")
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "3")
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     with pytest.raises(SystemExit, match="local rank 2 has no GPU of its own"):
-        ddp.setup("cuda")
+        common.setup("cuda")

@@ -39,8 +39,7 @@ from pathlib import Path
 import comm_collectives
 import torch
 import torch.distributed as dist
-from ddp_parts import clock
-from ddp_train import setup
+from common import clock, setup
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.distributed.algorithms.join import Join

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from ddp_parts import clock
-from ddp_train import setup
+from common import clock, setup
 from torch.distributed.elastic.multiprocessing.errors import record
 
 KIB = 1024

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from common import setup
 from ddp_parts import Net, make_data
-from ddp_train import setup
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn import functional as F

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import torch
 import torch.distributed as dist
+from common import leave, log
 from ddp_parts import make_data, report
-from ddp_train import build, fit, leave_group, log, make_parser
+from ddp_train import build, fit, make_parser
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.utils.data import DataLoader, Dataset, Subset
 
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     log(f"validation: {right}/{counted} right ({right / counted:.1%}), each sample "
         "counted once")
     report(model, losses, step_ms, args.dump, amp=args.amp, val=(right, counted))
-    leave_group()
+    leave()
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import time
 
 import torch
 import torch.distributed as dist
-from ddp_train import setup
+from common import setup
 from torch.distributed.elastic.multiprocessing.errors import record
 
 

@@ -1,4 +1,4 @@
-"""What the DDP scripts share besides DDP itself: data, model, clock and report.
+"""What the DDP scripts share besides DDP itself: data, model and report.
 
 ddp_train.py, ddp_resume.py, ddp_eval.py and ddp_by_hand.py train this model on
 these images. The first three end with `report`, which checks that every rank holds
@@ -9,11 +9,11 @@ standard library are used.
 from __future__ import annotations
 
 import statistics
-import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from common import clock
 from torch import nn
 from torch.nn.utils import parameters_to_vector
 from torch.utils.data import TensorDataset
@@ -45,13 +45,6 @@ class Net(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.head(self.features(x).flatten(1))
-
-
-def clock(device: torch.device) -> float:
-    """Return perf_counter seconds once all queued work on `device` has finished."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter()
 
 
 def save(checkpoint: dict, path: Path) -> None:

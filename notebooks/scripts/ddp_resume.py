@@ -20,8 +20,9 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+from common import leave, log
 from ddp_parts import report
-from ddp_train import build, fit, leave_group, log, make_parser
+from ddp_train import build, fit, make_parser
 from torch.distributed.elastic.multiprocessing.errors import record
 
 
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     losses, step_ms = fit(args, model, opt, loader, device, start, losses)
     report(model, losses, step_ms, args.dump, restarts=attempt(), start_epoch=start,
            start_step=start * steps)
-    leave_group()
+    leave()
 
 
 if __name__ == "__main__":

@@ -6,25 +6,23 @@ torchrun starts one process per rank and sets RANK, LOCAL_RANK and WORLD_SIZE. E
 process trains a copy of the model on its share of every global batch; in backward
 DDP averages the gradients of all processes, so every copy takes the same step. One
 GPU per process uses nccl, else gloo on the CPU. Lines marked `# NEW` are what DDP
-adds to a single-process script. ddp_parts.py holds the data and model; ddp_resume.py
-(survive a crashed rank) and ddp_eval.py (evaluate on every rank) build on this file.
-Copy the folder: it needs only torch.
+adds to a single-process script. common.py joins the group (`setup`), ddp_parts.py
+holds the data and model; ddp_resume.py (survive a crashed rank) and ddp_eval.py
+(evaluate on every rank) build on this file. Copy the whole folder, not this file.
 """
 
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import math
 import os
-import sys
-import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from ddp_parts import Net, clock, make_data, report, save
+from common import clock, leave, log, setup
+from ddp_parts import Net, make_data, report, save
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader
@@ -55,34 +53,6 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", default="build/ddp_checkpoint.pt")
     p.add_argument("--dump", default=None, help="rank 0 saves its results here")
     return p
-
-
-def setup(device: str = "auto") -> torch.device:
-    """Join the process group torchrun describes; return this rank's device."""
-    if "LOCAL_RANK" not in os.environ:
-        raise SystemExit(f"start me with torchrun, e.g. torchrun --standalone "
-                         f"--nproc-per-node=2 {os.path.basename(sys.argv[0])}")
-    local_rank = int(os.environ["LOCAL_RANK"])  # this process's index on its machine
-    local_world = int(os.environ["LOCAL_WORLD_SIZE"])  # processes on this machine
-    if device == "auto":  # a GPU for every process on this machine, or none
-        device = "cuda" if torch.cuda.device_count() >= local_world else "cpu"
-    if device == "cuda":
-        if local_rank >= torch.cuda.device_count():
-            raise SystemExit(f"local rank {local_rank} has no GPU of its own: "
-                             f"{torch.cuda.device_count()} visible on this machine")
-        dev = torch.device("cuda", local_rank)
-        torch.cuda.set_device(dev)
-        dist.init_process_group("nccl", device_id=dev)  # binds the group to this GPU
-        return dev
-    dist.init_process_group("gloo")
-    atexit.register(time.sleep, 0.2)  # workaround: gloo's threads finish freeing
-    return torch.device("cpu")
-
-
-def log(*parts) -> None:  # NEW
-    """Print on rank 0 only, so that the job says each thing once."""
-    if dist.get_rank() == 0:  # NEW
-        print(*parts, flush=True)
 
 
 def split_batch(batch: int, world: int, accum: int) -> tuple[int, str]:  # NEW
@@ -173,19 +143,13 @@ def fit(args: argparse.Namespace, model: DDP, opt: torch.optim.Optimizer,
     return losses, step_ms[WARMUP_STEPS:]  # no checkpoint, no barrier: steps only
 
 
-def leave_group() -> None:  # NEW
-    """Wait for every rank, then leave the process group."""
-    dist.barrier()  # NEW: nobody leaves while the others still communicate
-    dist.destroy_process_group()  # NEW
-
-
 @record  # NEW: a crashing rank's traceback reaches torchrun's summary
 def main(argv: list[str] | None = None) -> None:
     args = make_parser().parse_args(argv)
     device, loader, model, opt = build(args)
     losses, step_ms = fit(args, model, opt, loader, device)
     report(model, losses, step_ms, args.dump, amp=args.amp)
-    leave_group()  # NEW
+    leave()  # NEW: common.leave waits for every rank, then leaves the group
 
 
 if __name__ == "__main__":

@@ -9,10 +9,8 @@ folder and it runs. Nothing here joins a group or touches a GPU at import time.
 from __future__ import annotations
 
 import argparse
-import atexit
 import copy
 import os
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,32 +18,11 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from common import setup, sync
 from torch import nn
 
 Event = tuple[int, str, int, float, float]
 """One bar of a timeline: (stage, "F" or "B", micro-batch, start s, end s)."""
-
-
-def setup(device: str = "auto") -> torch.device:
-    """Join the process group torchrun describes; return this rank's device."""
-    if "LOCAL_RANK" not in os.environ:
-        raise SystemExit(f"start me with torchrun, e.g. torchrun --standalone "
-                         f"--nproc-per-node=2 {os.path.basename(sys.argv[0])}")
-    local_rank = int(os.environ["LOCAL_RANK"])  # this process's index on its machine
-    local_world = int(os.environ["LOCAL_WORLD_SIZE"])  # processes on this machine
-    if device == "auto":  # a GPU for every process on this machine, or none
-        device = "cuda" if torch.cuda.device_count() >= local_world else "cpu"
-    if device == "cuda":
-        if local_rank >= torch.cuda.device_count():
-            raise SystemExit(f"local rank {local_rank} has no GPU of its own: "
-                             f"{torch.cuda.device_count()} visible on this machine")
-        dev = torch.device("cuda", local_rank)
-        torch.cuda.set_device(dev)
-        dist.init_process_group("nccl", device_id=dev)  # binds the group to this GPU
-        return dev
-    dist.init_process_group("gloo")
-    atexit.register(time.sleep, 0.2)  # workaround: gloo's threads finish freeing
-    return torch.device("cpu")
 
 
 def stage_parser(description: str) -> argparse.ArgumentParser:
@@ -118,14 +95,6 @@ def cut_shape(image: int) -> tuple[int, int, int]:
     return (64, side, side)
 
 
-def wait(device: torch.device) -> None:
-    """Wait for the GPU work queued on this rank's stream (CPU work is already done)."""
-    if device.type == "cuda":  # setup() never picks mps: it has no collectives
-        # this stream only: torch.cuda.synchronize would also wait for nccl's stream,
-        # where receives posted for later micro-batches wait for their senders
-        torch.cuda.current_stream(device).synchronize()
-
-
 def pipeline_step(stage: nn.Module, x: torch.Tensor, y: torch.Tensor,
                   split_size: int, device: torch.device,
                   t0: float | None = None) -> tuple[list[Event], torch.Tensor | None]:
@@ -146,10 +115,10 @@ def pipeline_step(stage: nn.Module, x: torch.Tensor, y: torch.Tensor,
     pending, outs = [], []
 
     def timed(kind: str, i: int, fn: Callable[[], object]) -> object:
-        wait(device)  # on a GPU: time the work itself, not its queueing
+        sync(device)  # on a GPU: time the work itself, not its queueing
         start = time.perf_counter()
         result = fn()
-        wait(device)
+        sync(device)
         events.append((rank, kind, i, start - t0, time.perf_counter() - t0))
         return result
 
@@ -210,9 +179,9 @@ def seconds(step: Callable[[], object], device: torch.device, repeats: int,
         step()
     times = []
     for _ in range(repeats):
-        wait(device)
+        sync(device)
         start = time.perf_counter()
         step()
-        wait(device)
+        sync(device)
         times.append(time.perf_counter() - start)
     return times

@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 
 import torch
 import torch.distributed as dist
+from common import setup
 from ddp_parts import Net, make_data
-from ddp_train import setup
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
