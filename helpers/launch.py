@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import psutil
 
@@ -98,6 +99,14 @@ class LaunchResult:
         return [text for r, text in self.output if r == rank]
 
 
+class _Failure(NamedTuple):
+    """What torchrun saved of one failed rank (see _AGENT)."""
+
+    exitcode: int  # negative: killed by that signal
+    message: str | bool  # the error file's exception (@record), else False
+    written: int | bool  # when its error file was written (ns), else False
+
+
 def free_port() -> int:
     """Return a TCP port on 127.0.0.1 that nothing listens on now (notebook 09)."""
     with socket.socket() as s:
@@ -108,18 +117,19 @@ def free_port() -> int:
 def _commands(script: str, args: list[str], nproc: int, nnodes: int,
               max_restarts: int, env: dict[str, str]) -> list[list[str]]:
     """Return each agent's command line, as a learner would type it."""
-    meet, gpus = [["--standalone"]], [{}] * nnodes  # torchrun picks a free port itself
+    rendezvous, gpus = [["--standalone"]], [{}] * nnodes  # torchrun picks a free port
     after = [f"--max-restarts={max_restarts}"] if max_restarts else []
     if nnodes > 1:  # agents play machines on 127.0.0.1, each with its node rank
-        meet = [[f"--nnodes={nnodes}", f"--node-rank={k}"] for k in range(nnodes)]
+        rendezvous = [[f"--nnodes={nnodes}", f"--node-rank={k}"]
+                      for k in range(nnodes)]
         after += ["--master-addr=127.0.0.1", f"--master-port={free_port()}"]
     if nnodes > 1 and (count := num_gpus()) >= nnodes * nproc:  # else: ranks use CPUs
         ids = os.environ.get("CUDA_VISIBLE_DEVICES", ",".join(map(str, range(count))))
         gpus = [{"CUDA_VISIBLE_DEVICES": ",".join(ids.split(",")[k * nproc:][:nproc])}
                 for k in range(nnodes)]  # each agent its own GPUs, as on a machine
-    return [[*(f"{k}={v}" for k, v in {**g, **env}.items()), "torchrun", *how,
+    return [[*(f"{k}={v}" for k, v in {**g, **env}.items()), "torchrun", *node,
              f"--nproc-per-node={nproc}", *after, script, *args]
-            for how, g in zip(meet, gpus, strict=True)]
+            for node, g in zip(rendezvous, gpus, strict=True)]
 
 
 def _processes(tag: str) -> dict[psutil.Process, str | None]:
@@ -154,28 +164,30 @@ def _read(stream, result: LaunchResult, echo: bool) -> None:
             print(f"[rank {said[1]}] {said[2]}\n", end="", flush=True)
 
 
-def _said(lines: list[str], count: int) -> str:
+def _tail(lines: list[str], count: int) -> str:
     """Return the last `count` lines that are not traceback frames, indented."""
     kept = [s for s in lines if s.strip() and not s[:1].isspace()
             and not s.startswith("Traceback (most recent call last)")][-count:]
     return "\n    " + "\n    ".join(kept or ["(nothing)"])
 
 
-def _failure(result: LaunchResult, failures: dict) -> tuple[str, int | None]:
+def _failure(result: LaunchResult,
+             failures: dict[int, _Failure]) -> tuple[str, int | None]:
     """Say which rank failed first and why; return that and the rank."""
     if not failures:
         return (f"torchrun exited with code {max(result.returncodes, key=abs)} before "
-                f"any rank ran.\nIts last lines:{_said(result.agent_output, 3)}", None)
+                f"any rank ran.\nIts last lines:{_tail(result.agent_output, 3)}", None)
     # Ranks that torchrun stopped (SIGTERM) are victims, not causes; of the others,
     # the first to write its error file (@record) is the cause, else the lowest rank.
-    causes = {r: f for r, f in failures.items() if f[0] != -signal.SIGTERM} or failures
-    rank = min(causes, key=lambda r: (not causes[r][2], causes[r][2], r))
-    code, error, _ = causes[rank]
-    how = (f"was killed by {signal.Signals(-code).name}" if code < 0 else
-           f"exited with code {code}")  # a negative code is a signal's number
+    causes = {r: f for r, f in failures.items()
+              if f.exitcode != -signal.SIGTERM} or failures
+    rank = min(causes, key=lambda r: (not causes[r].written, causes[r].written, r))
+    code, error = causes[rank].exitcode, causes[rank].message
+    ended = (f"was killed by {signal.Signals(-code).name}" if code < 0 else
+             f"exited with code {code}")  # a negative code is a signal's number
     why = f"\n    {error}" if error else (
-        f"\nLast lines of rank {rank}:{_said(result.lines(rank), 5)}")
-    return (f"rank {rank} failed: it {how}. torchrun stopped the whole job; no "
+        f"\nLast lines of rank {rank}:{_tail(result.lines(rank), 5)}")
+    return (f"rank {rank} failed: it {ended}. torchrun stopped the whole job; no "
             f"process is left.{why}", rank)
 
 
@@ -192,10 +204,10 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
     if min(nproc, nnodes, threads) < 1 or timeout <= 0 or max_restarts < 0:
         raise ValueError("torchrun needs nproc, nnodes, threads >= 1, timeout > 0 "
                          "and max_restarts >= 0")
-    shown = {"OMP_NUM_THREADS": str(threads)} if threads != 1 else {}
-    typed = _commands(str(script), list(map(str, script_args)), nproc, nnodes,
-                      max_restarts, {**shown, **(env or {})})
-    result = LaunchResult([shlex.join(c) for c in typed], os.urandom(8).hex())
+    threads_env = {"OMP_NUM_THREADS": str(threads)} if threads != 1 else {}
+    commands = _commands(str(script), list(map(str, script_args)), nproc, nnodes,
+                         max_restarts, {**threads_env, **(env or {})})
+    result = LaunchResult([shlex.join(c) for c in commands], os.urandom(8).hex())
     print(f"starting {nproc * nnodes} processes" + (f" on {nnodes} agents:\n  " if
           nnodes > 1 else ": ") + "\n  ".join(result.commands), flush=True)
     # The prefix: every torchrun reads TORCHELASTIC_..., newer ones PET_... first.
@@ -209,7 +221,7 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
     agents, readers, stopped, t0 = [], [], None, time.monotonic()
     with tempfile.TemporaryDirectory(prefix="torchrun-") as logs:
         try:
-            for n, cmd in enumerate(typed):
+            for n, cmd in enumerate(commands):
                 at = cmd.index("torchrun")  # what comes before it sets variables
                 agents.append(subprocess.Popen(
                     [sys.executable, "-c", _AGENT, "--tee=3", f"--log-dir={logs}/{n}",
@@ -238,7 +250,7 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
         for reader in readers:  # each pipe closes once nothing of the launch is left
             reader.join(5)
         result.returncodes = [a.returncode for a in agents]
-        failures = {int(r): f for n in range(nnodes)
+        failures = {int(r): _Failure(*f) for n in range(nnodes)
                     if (saved := Path(logs, f"failures{n}.json")).exists()
                     for r, f in json.loads(saved.read_text()).items()}
     if isinstance(stopped, KeyboardInterrupt):  # not a LaunchError: nothing catches it
@@ -251,7 +263,7 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
             f"{', '.join(map(str, alive)) or '(none)'}. Stopped every process. A rank "
             "that never returns often waits in a collective (all_reduce, barrier) that "
             "another rank never reached." + "".join(
-                f"\nLast lines of rank {r}:{_said(result.lines(r), 4)}" for r in alive),
+                f"\nLast lines of rank {r}:{_tail(result.lines(r), 4)}" for r in alive),
             rank=(alive or [None])[0], result=result)
     if any(result.returncodes):
         raise LaunchError(*_failure(result, failures), result=result)

@@ -1,4 +1,8 @@
-"""Tests of helpers.launch: real torchrun runs of tiny scripts, then no leftovers."""
+"""Tests of helpers.launch: real torchrun runs of tiny scripts, then no leftovers.
+
+The runs are marked `slow` (they start processes); the command lines, the cause a
+failure names and the argument checks are not.
+"""
 
 from __future__ import annotations
 
@@ -55,6 +59,7 @@ def _assert_nothing_left(tmp_path: Path, tag: str) -> None:
     assert not launch._processes(tag), "a process of the launch still runs"
 
 
+@pytest.mark.slow
 def test_restarts_restart_every_rank_and_without_record_last_lines_say_why(tmp_path,
                                                                          capsys):
     body = ('attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])\n'
@@ -86,6 +91,7 @@ def test_restarts_restart_every_rank_and_without_record_last_lines_say_why(tmp_p
     _assert_nothing_left(tmp_path, err.result.tag)
 
 
+@pytest.mark.slow
 def test_two_agents_form_one_job_and_a_left_child_is_stopped(tmp_path, monkeypatch):
     monkeypatch.setattr(launch, "num_gpus", lambda: 2)  # faked: one GPU per agent
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
@@ -146,6 +152,7 @@ def test_the_shown_commands_are_torchruns_own(monkeypatch):
     assert (args.nnodes, args.node_rank, args.training_script) == ("2", 0, "s.py")
 
 
+@pytest.mark.slow
 def test_crash_is_named_from_its_error_file(tmp_path):
     """@record: torchrun's error file holds the exception, without its traceback."""
     body = ('if rank == 1:\n'
@@ -183,11 +190,13 @@ def test_the_cause_is_the_first_error_file_and_never_a_victim(failures, cause, s
                "    f()", "ValueError: x"]
     result = launch.LaunchResult(["torchrun"], "tag", [(1, s) for s in printed],
                                  returncodes=[1])
-    message, rank = launch._failure(result, failures)
+    saved = {r: launch._Failure(*f) for r, f in failures.items()}  # as read from JSON
+    message, rank = launch._failure(result, saved)
     assert rank == cause, message
     assert message.startswith(f"rank {cause} failed: it {said}"), message
 
 
+@pytest.mark.slow
 def test_hanging_rank_is_bounded_by_the_timeout(tmp_path, monkeypatch):
     body = ('if rank == 1:\n    print("waiting forever", flush=True)\n'
             '    leave_a_child()\n    time.sleep(60)\n')
@@ -220,6 +229,7 @@ def _interrupt_when_started(pids: Path, count: int) -> None:
     os.kill(os.getpid(), signal.SIGINT)
 
 
+@pytest.mark.slow
 def test_interrupt_stops_everything_and_is_never_a_launch_error(tmp_path):
     """A notebook's `except LaunchError` (or `except Exception`) must not swallow it."""
     body = 'print("up", flush=True)\ntime.sleep(600)\n'
@@ -240,6 +250,7 @@ def test_interrupt_stops_everything_and_is_never_a_launch_error(tmp_path):
     _assert_nothing_left(tmp_path, info.value.result.tag)
 
 
+@pytest.mark.slow
 def test_a_killed_kernel_leaves_no_process_of_its_launch(tmp_path):
     """A kernel killed or restarted during a launch: the agent stops every rank."""
     body = 'print("up", flush=True)\nleave_a_child() if rank == 1 else None\n' \
@@ -264,6 +275,7 @@ def test_a_killed_kernel_leaves_no_process_of_its_launch(tmp_path):
     _assert_nothing_left(tmp_path, "")
 
 
+@pytest.mark.slow
 def test_torchrun_failing_before_any_rank_shows_its_lines(tmp_path, monkeypatch):
     monkeypatch.setattr(launch, "_AGENT", 'import sys\nprint("usage: torchrun ...")\n'
                         'print("torchrun: error: bad option", file=sys.stderr)\n'
@@ -276,10 +288,14 @@ def test_torchrun_failing_before_any_rank_shows_its_lines(tmp_path, monkeypatch)
     assert info.value.rank is None
 
 
-def test_free_port_is_bindable():
+def test_free_port_is_free_and_another_while_it_is_taken():
     port = free_port()
+    assert 1024 <= port <= 65535, f"port {port} is outside 1024-65535"
     with socket.socket() as s:
-        s.bind(("127.0.0.1", port))
+        s.bind(("127.0.0.1", port))  # free: nothing listens on it
+        s.listen()
+        again = free_port()
+    assert again != port, f"free_port gave {port} again while it was taken"
 
 
 @pytest.mark.parametrize("bad", [{"nproc": 0}, {"threads": 0}, {"timeout": 0},
