@@ -1,7 +1,8 @@
 """Paired runs for the benchmarks: ratios that mean the same on a busy machine.
 
 A shared machine's load drifts while a benchmark runs, so a ratio of two timings
-means something only when both sides ran close together. `interleave` runs every
+means something only when both sides ran close together. `interleave` (the order
+of helpers.timing.paired_ratio, which notebooks 07 and 08 use) runs every
 configuration once per round, in forward order in even rounds and backward in odd
 ones (A B, B A, A B, ...: the ABBA design), so a load that rises or falls through
 the benchmark slows both sides alike, and the pairs that drift pushes one way
@@ -18,6 +19,8 @@ from typing import TypeVar
 
 from torch.utils.benchmark import Compare, Measurement, TaskSpec
 
+from helpers import timing
+
 PAIRS = 5  # rounds of every benchmark: each gives one ratio per pair of configurations
 T = TypeVar("T")
 
@@ -26,17 +29,10 @@ def interleave(configs: Mapping[str, Callable[[], T]],
                rounds: int = PAIRS) -> dict[str, list[T]]:
     """Call every configuration once per round, reversing the order every other round.
 
-    Returns each configuration's results in round order, so that entry i of two
-    configurations ran side by side.
+    helpers.timing's ABBA order, with PAIRS rounds unless told: entry i of two
+    configurations' results ran side by side.
     """
-    if rounds < 1 or not configs:
-        raise ValueError(f"interleave needs rounds >= 1 (got {rounds}) and a config")
-    names = list(configs)
-    results: dict[str, list[T]] = {name: [] for name in names}
-    for i in range(rounds):
-        for name in names if i % 2 == 0 else reversed(names):
-            results[name].append(configs[name]())
-    return results
+    return timing.interleave(configs, rounds)
 
 
 def pair_ratios(num: Sequence[float], den: Sequence[float]) -> list[float]:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
 __all__ = ["Timing", "benchmark", "paired_ratio", "synchronize", "verdict"]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,22 @@ def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
                   repeats, str(dev), "CUDA events" if use_events else "perf_counter")
 
 
+def interleave(runs: Mapping[str, Callable[[], T]], rounds: int) -> dict[str, list[T]]:
+    """Call each of `runs` once a round, in reverse order every other round (ABBA).
+
+    Entry i of any two lists ran side by side, so a load that rises or falls during
+    the rounds slows both alike. paired_ratio and bench/pairs.py use it.
+    """
+    if rounds < 1 or not runs:
+        raise ValueError(f"interleave needs rounds >= 1 (got {rounds}) and a run")
+    names = list(runs)
+    results: dict[str, list[T]] = {name: [] for name in names}
+    for i in range(rounds):
+        for name in names if i % 2 == 0 else reversed(names):
+            results[name].append(runs[name]())
+    return results
+
+
 def paired_ratio(slow: Callable[[], object], fast: Callable[[], object],
                  rounds: int = 5, **kwargs: Any) -> tuple[float, tuple[float, float]]:
     """Time `slow` and `fast` side by side in rounds; return the median ratio and range.
@@ -82,15 +99,9 @@ def paired_ratio(slow: Callable[[], object], fast: Callable[[], object],
     Each round benchmarks both (`kwargs` go to `benchmark`), fast first in every other
     round, so a rising or falling load slows both sides alike (notebooks 07, 08).
     """
-    if rounds < 1:
-        raise ValueError(f"paired_ratio needs rounds >= 1, got {rounds}")
-    ratios = []
-    for i in range(rounds):
-        if i % 2:
-            t_fast, t_slow = benchmark(fast, **kwargs), benchmark(slow, **kwargs)
-        else:
-            t_slow, t_fast = benchmark(slow, **kwargs), benchmark(fast, **kwargs)
-        ratios.append(t_slow.median / t_fast.median)
+    times = interleave({"slow": lambda: benchmark(slow, **kwargs).median,
+                        "fast": lambda: benchmark(fast, **kwargs).median}, rounds)
+    ratios = [s / f for s, f in zip(times["slow"], times["fast"], strict=True)]
     return statistics.median(ratios), (min(ratios), max(ratios))
 
 
