@@ -162,6 +162,7 @@ def test_nvidia_smi_failure_is_explained(monkeypatch):
     assert devices._nvidia_smi().startswith("nvidia-smi: failed to run")
 
 
+@pytest.mark.slow  # a child Python: this one has imported torch already
 def test_import_does_not_initialise_cuda():
     code = ("import torch, helpers, helpers.timing, helpers.plotting; "
             "print(torch.cuda.is_initialized())")

@@ -16,6 +16,8 @@ pytest.importorskip("nbval", reason="no nbval: the plugin runs inside nbval")
 from conftest import ROOT  # noqa: E402
 
 # The plugin and check() on a toy 2 + 2: nothing that depends on torch's version.
+# The tests that read a run of pytest on toy notebooks are `slow`: each run is a
+# child Python with a kernel.
 pytestmark = pytest.mark.tooling
 EXERCISE = "answer = ...  # 2 + 2\ncheck(answer, 4)"
 # One run of two toy notebooks: one wrong answer the check rejects, one it accepts.
@@ -48,12 +50,14 @@ def run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, dict[str, list]]
     return done, items
 
 
+@pytest.mark.slow
 def test_a_wrong_answer_that_gets_not_yet_passes(run):
     done, items = run
     assert len(items["98_rejected"]) == 3, done.stdout[-2000:]  # 2 cells, 1 answer
     assert all(outcome == "PASSED" for _, outcome in items["98_rejected"]), items
 
 
+@pytest.mark.slow
 def test_a_wrong_answer_that_the_check_accepts_fails(run):
     done, items = run
     assert items["99_accepted"] == [("Cell 0", "PASSED"), ("Cell 1", "PASSED"), (
@@ -110,6 +114,7 @@ def strict(tmp_path_factory) -> dict[str, list]:
     return items
 
 
+@pytest.mark.slow
 def test_a_launch_cell_runs_again_and_must_give_the_same_output(strict):
     assert ("Cell 1 run again", "PASSED") in strict["96_same_again"], strict
     assert ("Cell 1 run again", "FAILED") in strict["97_changes_again"], strict
@@ -117,6 +122,7 @@ def test_a_launch_cell_runs_again_and_must_give_the_same_output(strict):
         "an import is no launch", strict)
 
 
+@pytest.mark.slow
 def test_a_timing_solution_reruns_under_load(strict):
     runs = [(n, o) for n, o in strict["96_same_again"] if "under load" in n]
     assert runs == [("Cell 3 under load 1", "PASSED"),

@@ -125,6 +125,7 @@ def test_candidates_skip_ignored_and_machine_dependent_cells():
     assert _cut(nb, 2).cells[0].metadata["tags"] == ["nbval-ignore-output"]
 
 
+@pytest.mark.slow  # nbval in a child Python, with a kernel
 def test_untampered_copy_passes(runs):
     nb, result = runs
     assert _checked(nb.cells[-1])  # what the tampered copy changes is compared
@@ -133,6 +134,7 @@ def test_untampered_copy_passes(runs):
     assert len(said) == code_cells and said[-1] == "PASSED", result.stdout[-3000:]
 
 
+@pytest.mark.slow
 def test_tampered_output_fails(runs):
     nb, result = runs
     code_cells = sum(cell.cell_type == "code" for cell in nb.cells)

@@ -54,6 +54,7 @@ def test_subplots_uses_the_course_size_and_lets_callers_override():
     plt.close(fig)
 
 
+@pytest.mark.slow  # a child Python, which has not imported matplotlib yet
 def test_import_has_no_side_effects():
     """Importing the helpers neither imports matplotlib nor changes its settings."""
     code = ("import sys, helpers, helpers.plotting\n"

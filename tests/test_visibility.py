@@ -18,6 +18,8 @@ from conftest import NOTEBOOK_DIR
 
 from helpers.devices import fresh_python
 
+# fresh_python's tests start a child Python each: marked `slow`.
+
 
 class _FakeDriver:
     """Stands in for libcuda: cuDeviceGetCount returns a fixed CUresult."""
@@ -29,10 +31,12 @@ class _FakeDriver:
         return self.result
 
 
+@pytest.mark.slow
 def test_fresh_python_returns_stripped_output():
     assert fresh_python("print('hello')\n\n") == "hello"
 
 
+@pytest.mark.slow
 def test_fresh_python_dedents_code():
     code = """
         x = 6
@@ -41,6 +45,7 @@ def test_fresh_python_dedents_code():
     assert fresh_python(code) == "42"
 
 
+@pytest.mark.slow
 def test_fresh_python_sets_and_unsets_variables(monkeypatch):
     monkeypatch.setenv("COURSE_GONE", "was here")
     code = "import os; print(os.getenv('COURSE_SET'), os.getenv('COURSE_GONE'))"
@@ -48,23 +53,27 @@ def test_fresh_python_sets_and_unsets_variables(monkeypatch):
     assert fresh_python(code, env=env) == "1,2 None"
 
 
+@pytest.mark.slow
 def test_fresh_python_does_not_change_this_process(monkeypatch):
     monkeypatch.delenv("COURSE_SET", raising=False)
     fresh_python("pass", env={"COURSE_SET": "x"})
     assert "COURSE_SET" not in os.environ
 
 
+@pytest.mark.slow
 def test_fresh_python_merges_stderr():
     out = fresh_python("import sys; print('out'); sys.stdout.flush(); "
                        "print('err', file=sys.stderr)")
     assert out.splitlines() == ["out", "err"]
 
 
+@pytest.mark.slow
 def test_fresh_python_raises_with_the_tail_on_failure():
     with pytest.raises(RuntimeError, match=r"exited with 3:\nboom"):
         fresh_python("import sys; print('boom'); sys.exit(3)")
 
 
+@pytest.mark.slow
 def test_fresh_python_times_out():
     with pytest.raises(subprocess.TimeoutExpired):
         fresh_python("import time; time.sleep(30)", timeout=0.5)
