@@ -14,7 +14,7 @@ from tools.learner_time import learner_minutes
 pytestmark = pytest.mark.tooling  # the README and notebook files only: no torch
 ROW = re.compile(
     r"^\| (\d\d) \| \[[^\]]+\]\(notebooks/([^)]+\.ipynb)\) \|.*\| (\d+) min \|$")
-MAX_MINUTES = 35  # "about 30 minutes" a sitting (issue 12), after rounding to 5
+MAX_MINUTES = 35  # a notebook is one sitting of about 30 minutes; estimates round to 5
 
 
 def table_rows(text: str) -> list[tuple[str, str, int]]:

@@ -22,7 +22,7 @@ MINUTES_PER_EXERCISE = 4
 
 
 def markdown_words(nb: nbformat.NotebookNode) -> int:
-    """Count words as issue 12 does: whitespace-separated tokens of markdown cells."""
+    """Count the markdown cells' whitespace-separated tokens: the word budget's unit."""
     return sum(len(re.findall(r"\S+", cell.source))
                for cell in nb.cells if cell.cell_type == "markdown")
 
