@@ -6,6 +6,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 ARGS   ?=
+# --no-compile: Python compiles each module when it is first imported, so installing
+# skips byte-compiling all of torch (about 40 s of CPU per environment).
+PIP_FLAGS := -q --disable-pip-version-check --no-compile
 
 # Progress bars off and a fixed hash seed, so `make outputs` and `make test` agree.
 # Only for the targets that execute notebooks: `make lab` keeps its tqdm bars.
@@ -45,9 +48,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): $(BIN)/python requirements.txt pyproject.toml
-	$(BIN)/python -m pip install -q --disable-pip-version-check -r requirements.txt \
+	$(BIN)/python -m pip install $(PIP_FLAGS) -r requirements.txt \
 	    2> >(grep -v "^WARNING: Location" >&2)
-	$(BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps -e .
 	touch $@
 
 # Colab's pair, the oldest the course supports: Python 3.13 and the torch Colab ships
@@ -67,30 +70,33 @@ $(COMPAT_BIN)/python:
 	$(COMPAT_PYTHON) -m venv $(COMPAT_VENV)
 
 $(COMPAT_STAMP): $(COMPAT_BIN)/python requirements.txt requirements-compat.txt pyproject.toml
-	$(COMPAT_BIN)/python -m pip install -q --disable-pip-version-check \
+	$(COMPAT_BIN)/python -m pip install $(PIP_FLAGS) \
 	    -r requirements-compat.txt -r <($(NOT_TORCH)) \
 	    2> >(grep -v "^WARNING: Location" >&2)
-	$(COMPAT_BIN)/python -m pip install -q --disable-pip-version-check --no-deps -e .
+	$(COMPAT_BIN)/python -m pip install $(PIP_FLAGS) --no-deps -e .
 	touch $@
 
 setup-compat: $(COMPAT_STAMP)
 
-# The unit tests, and every notebook under nbval-lax: each cell runs and every assert
-# is live; outputs are not compared (they differ between versions). Tests marked
-# `tooling` (pyproject.toml: the site build, nbval's own failing, the exercise plugin,
-# test_gpu.sh's stand-ins, notebook and README hygiene) run no torch code whose
-# version matters, and make test already runs them: deselected here, to save CI time.
+# Every notebook under nbval-lax: each cell runs and every assert is live; outputs
+# are not compared (they differ between versions). With them, the fast unit tests.
+# Left to make test, to save CI time: tests marked `tooling` (pyproject.toml: no torch
+# code whose version matters), tests marked `slow` (they launch the scripts, which the
+# notebooks launch here too), and the plugin's wrong answers and load runs
+# (COURSE_EXTRAS=none: they test the checks and the machine, not torch).
+test-compat: export COURSE_EXTRAS := none
 test-compat: $(COMPAT_STAMP)
 	@$(COMPAT_BIN)/python -c "import sys, torch; print('compat lane: Python', \
 	    sys.version.split()[0], '· torch', torch.__version__)"
-	$(COMPAT_BIN)/pytest tests --ignore=tests/browser -m "not tooling" $(NOTEBOOKS) \
-	    --nbval-lax $(NB_RUN) --durations=0
+	$(COMPAT_BIN)/pytest tests --ignore=tests/browser -m "not tooling and not slow" \
+	    $(NOTEBOOKS) --nbval-lax $(NB_RUN) --durations=0
 
 # The stated floor, Python 3.10 with the pinned torch, on a torch-only interpreter:
 # torch, torchvision, scikit-learn, matplotlib, tqdm, psutil and pytest from
 # requirements.txt, and no Jupyter, nbval or ruff (how a GPU box with a preinstalled
-# torch runs the tests). The unit tests run; those that need the Jupyter stack skip,
-# saying why.
+# torch runs the tests). Every file compiles under 3.10, and the fast unit tests run
+# (not `slow`: make test launches the scripts); those that need the Jupyter stack
+# skip, saying why.
 FLOOR_VENV   := .venv-floor
 FLOOR_BIN    := $(FLOOR_VENV)/bin
 FLOOR_STAMP  := $(FLOOR_VENV)/.installed
@@ -105,7 +111,7 @@ $(FLOOR_BIN)/python:
 	$(FLOOR_PYTHON) -m venv $(FLOOR_VENV)
 
 $(FLOOR_STAMP): $(FLOOR_BIN)/python requirements.txt
-	$(FLOOR_BIN)/python -m pip install -q --disable-pip-version-check -r <($(TORCH_ONLY)) \
+	$(FLOOR_BIN)/python -m pip install $(PIP_FLAGS) -r <($(TORCH_ONLY)) \
 	    2> >(grep -v "^WARNING: Location" >&2)
 	touch $@
 
@@ -116,7 +122,9 @@ test-floor: export PYTHONHASHSEED := 0
 test-floor: $(FLOOR_STAMP)
 	@$(FLOOR_BIN)/python -c "import sys, torch; print('floor lane: Python', \
 	    sys.version.split()[0], '· torch', torch.__version__, '· no Jupyter stack')"
-	PYTHONPATH=$(CURDIR) $(FLOOR_BIN)/pytest tests --ignore=tests/browser -rs --durations=20
+	$(FLOOR_BIN)/python -m compileall -q -x '/\.venv' helpers notebooks/scripts tests bench tools
+	PYTHONPATH=$(CURDIR) $(FLOOR_BIN)/pytest tests --ignore=tests/browser -m "not slow" \
+	    -rs --durations=10
 
 # JupyterLab refuses to run as root unless told; containers and CI often are root.
 LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root,)
@@ -162,7 +170,7 @@ html: $(STAMP)
 BROWSER_STAMP := $(VENV)/.installed-browser
 
 $(BROWSER_STAMP): $(STAMP) requirements-browser.txt
-	$(BIN)/python -m pip install -q --disable-pip-version-check \
+	$(BIN)/python -m pip install $(PIP_FLAGS) \
 	    -r requirements-browser.txt 2> >(grep -v "^WARNING: Location" >&2)
 	touch $@
 

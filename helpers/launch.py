@@ -4,7 +4,7 @@ On a failure, timeout or interrupt, psutil stops every process of the launch. A 
 or timeout raises a `LaunchError` that says why: the failed rank's exception from
 torchrun's error file (main decorated with `@record`), else its last lines. An interrupt
 raises `LaunchInterrupted`, a KeyboardInterrupt, so that no `except LaunchError` (nor
-`except Exception`) can swallow it and the lesson stops. Used by notebooks 09-17 and
+`except Exception`) can swallow it and the lesson stops. Used by notebooks 09-16, 18 and
 bench/.
 """
 
@@ -76,7 +76,7 @@ class LaunchError(RuntimeError):
 
 
 class LaunchInterrupted(KeyboardInterrupt):
-    """The learner interrupted a launch; every process of it was stopped (09-17)."""
+    """The learner interrupted a launch; every process of it was stopped (09-16, 18)."""
 
     def __init__(self, message: str, result: LaunchResult | None = None):
         super().__init__(message)
@@ -85,7 +85,7 @@ class LaunchInterrupted(KeyboardInterrupt):
 
 @dataclass
 class LaunchResult:
-    """What a launch ran (`commands`, one per agent) and printed (notebooks 09-17)."""
+    """What a launch ran (`commands`, one per agent) and printed (09-16, 18)."""
 
     commands: list[str]
     tag: str
@@ -195,7 +195,7 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
              nnodes: int = 1, timeout: float = 120.0, threads: int = 1,
              echo: bool = True, env: dict[str, str] | None = None,
              max_restarts: int = 0) -> LaunchResult:
-    """Run `script` under torchrun here, streaming `[rank N]` lines (notebooks 09-17).
+    """Run `script` under torchrun here, streaming `[rank N]` lines (09-16, 18).
 
     `nproc` ranks on each of `nnodes` agents (each with its own GPUs, if there are
     enough); `threads` sets OMP_NUM_THREADS and MKL_NUM_THREADS; `env` adds variables;

@@ -62,7 +62,7 @@ def _finish(ax: Axes, title: str, ylabel: str, xlabel: str = "") -> Figure:
 
 def bar_chart(labels: Sequence[str], values: Sequence[float], title: str = "",
               ylabel: str = "", fmt: str = "{:.3g}") -> Figure:
-    """Draw one bar per label, its value above it (notebooks 05, 07-09, 12, 13, 17)."""
+    """Draw one bar per label, its value above it (notebooks 05, 07-09, 12, 13, 18)."""
     if len(labels) != len(values):
         raise ValueError(f"{len(labels)} labels but {len(values)} values")
     fig, ax = subplots()
@@ -166,7 +166,7 @@ def _kind(event: Any) -> str:
 def plot_trace(events: Sequence[Any], title: str = "", max_depth: int = 3) -> Figure:
     """Draw trace events on lanes, one per row and depth, by phase (06, 07, 11).
 
-    `events` are scripts/traces.py's TraceEvents; those deeper than `max_depth - 1`
+    `events` are scripts/prof_traces.py's TraceEvents; those deeper than `max_depth - 1`
     are left out; a bar carries its (shortened) name where the name fits. A collective
     (all-reduce, all-gather, ...) gets its own colour and legend entry, whatever phase
     it ran in.

@@ -26,7 +26,7 @@ if str(ROOT) not in sys.path:  # lets tests import tools/ without installing it
 
 
 def cell_sources(path: Path) -> dict[str, str]:
-    """Return each cell's source by id, read as JSON (the floor lane has no nbformat)."""
+    """Return each cell's source by id, read as JSON (the floor has no nbformat)."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     return {c["id"]: "".join(c["source"]) for c in cells}
 

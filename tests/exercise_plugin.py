@@ -24,6 +24,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 WRONG_ANSWERS = Path(os.environ.get("COURSE_WRONG_ANSWERS",  # tests can point it away
                                     ROOT / "tests" / "wrong_answers"))
@@ -34,6 +36,9 @@ LAUNCH = re.compile(r"\b(torchrun|fresh_python|mp\.spawn|start_processes|"
                     r"subprocess\.(run|Popen|check_output|check_call))\(")
 SKIP_TAGS = {"colab-setup", "nbval-skip"}  # the Colab cell does nothing elsewhere
 LOAD_REPEATS = int(os.environ.get("COURSE_LOAD_REPEATS", 3))
+# COURSE_EXTRAS=none adds nothing to nbval's cells: no wrong answers, no load runs
+# (make test-compat, where make test has already run them under the pinned torch).
+EXTRAS = os.environ.get("COURSE_EXTRAS", "all")
 BURN = "while True: pass"  # one busy core
 
 
@@ -99,9 +104,13 @@ def wrong_answer_source(answer: str, exercise_source: str) -> str:
 
 def pytest_collection_modifyitems(session, config, items):
     """After each nbval exercise cell, run its wrong answers in the same kernel."""
+    if EXTRAS not in ("all", "none"):
+        raise pytest.UsageError(f"COURSE_EXTRAS is {EXTRAS!r}: use all or none")
     try:
         from nbval.plugin import IPyNbCell
     except ImportError:  # a torch-only interpreter: no notebooks are collected
+        return
+    if EXTRAS == "none":
         return
     import nbformat
 
