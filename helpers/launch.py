@@ -1,11 +1,9 @@
 """Run `torchrun` from a notebook cell: show the command, stream each rank, stop it all.
 
-On a failure, timeout or interrupt, psutil stops every process of the launch. A failure
-or timeout raises a `LaunchError` that says why: the failed rank's exception from
-torchrun's error file (main decorated with `@record`), else its last lines. An interrupt
-raises `LaunchInterrupted`, a KeyboardInterrupt, so that no `except LaunchError` (nor
-`except Exception`) can swallow it and the lesson stops. Used by notebooks 09-16, 18 and
-bench/.
+On a failure, timeout or interrupt, psutil stops every process of the launch; a
+`LaunchError` names the failed rank's exception (torchrun's error file, `@record`) or
+its last lines. An interrupt raises `LaunchInterrupted`, a KeyboardInterrupt, which no
+`except Exception` swallows: the lesson stops. Used by notebooks 09-16, 18 and bench/.
 """
 
 from __future__ import annotations
@@ -101,7 +99,6 @@ class LaunchResult:
 
 class _Failure(NamedTuple):
     """What torchrun saved of one failed rank (see _AGENT)."""
-
     exitcode: int  # negative: killed by that signal
     message: str | bool  # the error file's exception (@record), else False
     written: int | bool  # when its error file was written (ns), else False

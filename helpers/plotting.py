@@ -49,13 +49,14 @@ def subplots(nrows: int = 1, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any
     return plt.subplots(nrows, ncols, **kwargs)
 
 
-def _finish(ax: Axes, title: str, ylabel: str, xlabel: str = "") -> Figure:
+def _finish(ax: Axes, title: str, ylabel: str, xlabel: str = "",
+            grid: str = "y") -> Figure:
     """Label `ax` at readable sizes, tidy its figure and return the figure."""
     ax.set_title(title, fontsize=TITLE_SIZE)
     ax.set_ylabel(ylabel, fontsize=FONT_SIZE + 1)
     ax.set_xlabel(xlabel, fontsize=FONT_SIZE + 1)
     ax.tick_params(which="both", labelsize=FONT_SIZE)
-    ax.grid(axis="y", alpha=0.3)
+    ax.grid(axis=grid, alpha=0.3)
     ax.figure.tight_layout()
     return ax.figure
 
@@ -200,10 +201,7 @@ def plot_trace(events: Sequence[Any], title: str = "", max_depth: int = 3) -> Fi
     ax.legend(handles=handles, fontsize=FONT_SIZE, loc="upper right",
               ncol=min(len(phases), 4),
               bbox_to_anchor=(1.0, -0.14), frameon=False)
-    ax.set_title(title, fontsize=TITLE_SIZE)
-    ax.set_xlabel("ms from the first event", fontsize=FONT_SIZE + 1)
-    ax.tick_params(labelsize=FONT_SIZE)
-    ax.grid(axis="x", alpha=0.3)
+    _finish(ax, title, "", "ms from the first event", grid="x")
     bars = [(lane_of[(e.row, e.depth)], e.start - t0, e.duration, colors[_kind(e)],
              _PREFIXES.sub("", e.name)) for e in shown]
     _lanes(ax, bars, 0.8, span * 1.01)

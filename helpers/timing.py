@@ -79,8 +79,7 @@ def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
 def interleave(runs: Mapping[str, Callable[[], T]], rounds: int) -> dict[str, list[T]]:
     """Call each of `runs` once a round, in reverse order every other round (ABBA).
 
-    Entry i of any two lists ran side by side, so a load that rises or falls during
-    the rounds slows both alike. paired_ratio and bench/pairs.py use it.
+    Entry i of any two lists ran side by side: a load that drifts slows both alike.
     """
     if rounds < 1 or not runs:
         raise ValueError(f"interleave needs rounds >= 1 (got {rounds}) and a run")
@@ -96,8 +95,8 @@ def paired_ratio(slow: Callable[[], object], fast: Callable[[], object],
                  rounds: int = 5, **kwargs: Any) -> tuple[float, tuple[float, float]]:
     """Time `slow` and `fast` side by side in rounds; return the median ratio and range.
 
-    Each round benchmarks both (`kwargs` go to `benchmark`), fast first in every other
-    round, so a rising or falling load slows both sides alike (notebooks 07, 08).
+    Each round benchmarks both (`kwargs` go to `benchmark`) in interleave's order
+    (notebooks 07, 08).
     """
     times = interleave({"slow": lambda: benchmark(slow, **kwargs).median,
                         "fast": lambda: benchmark(fast, **kwargs).median}, rounds)
