@@ -10,46 +10,43 @@ process on the whole global batch, and compares the weights. Then float32, timed
 `--round-steps` steps of step 0's global batch (the batch notebook 15's section 3 times,
 there under autocast on a GPU): a DDP step lasts until its slowest rank ends it, so each
 round's DDP time is the slowest rank's; the one process runs on rank 0 while the others
-wait.
+wait. Rank 0 writes a `Trained` record to --out.
+
+Notebook 15 launches it. It imports gpt.py (the model) and common.py: copy the folder,
+not this file.
 """
 
 
 import argparse
-import atexit
 import contextlib
-import json
-import os
-import sys
-import time
+import dataclasses
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from gpt import GPT, Config, batch, corpus, init_weights, loss_fn, max_diff
+from common import clock, full_state, leave, log, max_diff, save_record, setup
+from gpt import GPT, Config, batch, corpus, init_weights, loss_fn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 
-def setup(device: str = "auto") -> torch.device:
-    """Join the process group torchrun describes; return this rank's device."""
-    if "LOCAL_RANK" not in os.environ:
-        raise SystemExit(f"start me with torchrun, e.g. torchrun --standalone "
-                         f"--nproc-per-node=2 {os.path.basename(sys.argv[0])}")
-    local_rank = int(os.environ["LOCAL_RANK"])  # this process's index on its machine
-    local_world = int(os.environ["LOCAL_WORLD_SIZE"])  # processes on this machine
-    if device == "auto":  # a GPU for every process on this machine, or none
-        device = "cuda" if torch.cuda.device_count() >= local_world else "cpu"
-    if device == "cuda":
-        if local_rank >= torch.cuda.device_count():
-            raise SystemExit(f"local rank {local_rank} has no GPU of its own: "
-                             f"{torch.cuda.device_count()} visible on this machine")
-        dev = torch.device("cuda", local_rank)
-        torch.cuda.set_device(dev)
-        dist.init_process_group("nccl", device_id=dev)  # binds the group to this GPU
-        return dev
-    dist.init_process_group("gloo")
-    atexit.register(time.sleep, 0.2)  # workaround: gloo's threads finish freeing
-    return torch.device("cpu")
+@dataclasses.dataclass
+class Trained:
+    """What the launch showed: float64 steps compared, then float32 rounds timed."""
+
+    world: int
+    device: str
+    backend: str
+    accum: int  # micro-batches per step
+    batch_size: int  # the global batch, in sequences
+    block: int  # tokens per sequence
+    allreduce_calls: list[list[int]]  # float64: per step, per micro-batch
+    elements_reduced: list[int]  # float64: values all-reduced per step
+    max_diff_single: float | None  # float64: DDP vs one process (rank 0's)
+    rank_step_s: list[list[float]]  # float32: per rank, seconds a step in each round
+    ddp_step_s: list[float]  # per round: the slowest rank's
+    single_step_s: list[float]  # per round: one process on the whole batch
+    round_steps: int  # steps per round
 
 
 def counting_hook(state: dict,
@@ -105,25 +102,24 @@ def run(cfg: Config, args, dtype: torch.dtype, device: torch.device, steps: int,
         counter["elements"] = 0
         calls.append(ddp_step(ddp, opt, x, y, args.accum, counter))
         elements.append(counter["elements"])
-    out = {"allreduce_calls": calls, "elements_reduced": elements}
+    out = {"allreduce_calls": calls, "elements_reduced": elements,
+           "max_diff_single": None}
     if rank == 0:  # one process, the whole global batch at once, no accumulation
         single, opt1 = build(cfg, dtype, device)
         for step in range(steps):
             x, y = (t.to(device) for t in batch(data, step, args.batch_size, cfg.block))
             single_step(single, opt1, x, y)
-        out["max_diff_single"] = max_diff(model, single)
+        out["max_diff_single"] = max_diff(full_state(model), full_state(single))
     dist.barrier()
     return out
 
 
 def _seconds(fn, steps: int, device: torch.device) -> float:
     """Return the wall seconds per call of `steps` calls of fn, synchronised."""
-    start = time.perf_counter()
+    start = clock(device)
     for _ in range(steps):
         fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return (time.perf_counter() - start) / steps
+    return (clock(device) - start) / steps
 
 
 def timed(cfg: Config, args, device: torch.device, data: torch.Tensor) -> dict:
@@ -189,18 +185,16 @@ def main() -> None:
     if min(args.steps, args.rounds, args.round_steps) < 1:
         raise SystemExit("--steps, --rounds and --round-steps must be at least 1")
     cfg, data = Config(dim=args.dim, layers=args.layers), corpus()
-    result = {"world": world, "device": device.type, "backend": dist.get_backend(),
-              "accum": args.accum, "batch_size": args.batch_size, "block": cfg.block}
-    result["float64"] = run(cfg, args, torch.float64, device, args.steps, data)
-    result["float32"] = timed(cfg, args, device, data)
+    result = Trained(world=world, device=device.type, backend=dist.get_backend(),
+                     accum=args.accum, batch_size=args.batch_size, block=cfg.block,
+                     **run(cfg, args, torch.float64, device, args.steps, data),
+                     **timed(cfg, args, device, data))
     if rank == 0:
-        diff = result["float64"]["max_diff_single"]
-        print(f"{world} ranks, {dist.get_backend()} on {device.type}: DDP with "
-              f"{args.accum} micro-batches vs one process: float64 max |diff| "
-              f"{diff:.1e}")
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result))
-    dist.destroy_process_group()
+        save_record(args.out, result)
+        log(f"{world} ranks, {dist.get_backend()} on {device.type}: DDP with "
+            f"{args.accum} micro-batches vs one process: float64 max |diff| "
+            f"{result.max_diff_single:.1e}")
+    leave()
 
 
 if __name__ == "__main__":
