@@ -8,7 +8,9 @@ Only torch and the standard library are used.
 - `log`: print once, on rank 0;
 - `sync` / `clock`: wait for this rank's queued device work, then read the time;
 - `nbytes`, `max_diff`, `full_state`: bytes held, and whole weights to compare;
-- `save_record` / `load_record`: one typed record of results per script, as JSON.
+- `save_record` / `load_record`: one typed record of results per script, as JSON;
+- `make_data`, `Net`: the images and CNN that the ddp_ and prof_ scripts train.
+- `Traffic`: PyTorch's CommDebugMode, plus each collective's bytes (fsdp_, gpt_).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +29,7 @@ from typing import Any, TypeVar
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.utils.data import TensorDataset
 
 R = TypeVar("R")
 
@@ -132,3 +136,98 @@ def load_record(path: str | Path, cls: type[R]) -> R:
         raise KeyError(f"{path}: fields {sorted(body.keys() ^ names)} differ from "
                        f"{cls.__name__}'s (written by another version of the script?)")
     return cls(**body)
+
+
+def __getattr__(name: str) -> Any:
+    """Define `Traffic` on first use: DTensor's import costs the DDP scripts time."""
+    if name != "Traffic":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from torch.distributed.tensor.debug import CommDebugMode
+    from torch.utils._pytree import tree_leaves
+
+    class Traffic(CommDebugMode):
+        """PyTorch's CommDebugMode, which counts the collectives run inside it (a
+        DTensor's too), plus what it lacks: each call's size, that of its largest
+        tensor (an all-gather's gathered output, an all-reduce's summed tensor).
+
+        `sizes`: (name, elements, bytes) per call, in order; `calls` and `bytes`: by
+        name, e.g. "allgather_base" (FSDP2), "all_reduce" (DTensor), "allreduce".
+        """
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.sizes: list[tuple[str, int, int]] = []
+            self._quiet = warnings.catch_warnings()
+
+        def __enter__(self):
+            self._quiet.__enter__()  # CommDebugMode tracks modules by returning their
+            warnings.filterwarnings(  # outputs as views, which FSDP2 warns of; we
+                "ignore", message=".*returned a view tensor")  # never change them
+            return super().__enter__()
+
+        def __exit__(self, *exc) -> None:
+            super().__exit__(*exc)
+            self._quiet.__exit__(*exc)
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            before = self.get_total_counts()
+            out = super().__torch_dispatch__(func, types, args, kwargs)
+            if self.get_total_counts() > before:  # CommDebugMode counted a collective
+                big = max((t for t in tree_leaves((args, out))
+                           if isinstance(t, torch.Tensor)), key=torch.Tensor.numel,
+                          default=torch.empty(0))
+                self.sizes.append((_short(func), big.numel(),
+                                   big.numel() * big.element_size()))
+            return out
+
+        @property
+        def calls(self) -> dict[str, int]:
+            """Return {collective: calls}, by short name."""
+            return {_short(op): n for op, n in self.get_comm_counts().items()}
+
+        @property
+        def bytes(self) -> dict[str, int]:
+            """Return {collective: bytes of its largest tensors, summed over calls}."""
+            out: dict[str, int] = {}
+            for kind, _, size in self.sizes:
+                out[kind] = out.get(kind, 0) + size
+            return out
+
+    globals()["Traffic"] = Traffic  # later look-ups find it at once
+    return Traffic
+
+
+def _short(op: Any) -> str:
+    """Return a collective's short name: c10d._allgather_base_ -> allgather_base."""
+    return str(op).split(".")[1].strip("_")  # namespace.name[.overload]
+
+
+# --- The workload of the ddp_ scripts, which prof_step.py profiles ------------------
+
+
+def make_data(samples: int, size: int, seed: int) -> TensorDataset:
+    """Return noisy images labelled by their brightest quadrant (4 classes)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(samples, 1, size, size, generator=g)
+    y = torch.randint(0, 4, (samples,), generator=g)
+    h = size // 2
+    for label, (r, c) in enumerate([(0, 0), (0, h), (h, 0), (h, h)]):
+        x[y == label, :, r:r + h, c:c + h] += 0.3
+    return TensorDataset(x, y)
+
+
+class Net(nn.Module):
+    """Three 3x3 convolutions and a linear head: much compute, few weights."""
+
+    def __init__(self, width: int = 16, classes: int = 4):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(1, width, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(),
+            nn.Conv2d(2 * width, 2 * width, 3, padding=1), nn.ReLU(),
+            nn.AdaptiveAvgPool2d(2),
+        )
+        self.head = nn.Linear(2 * width * 4, classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(x).flatten(1))
