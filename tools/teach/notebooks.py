@@ -1,0 +1,157 @@
+"""Turn a course notebook into nbgrader's instructor version, and make submissions.
+
+In the instructor version (nbgrader's "source"):
+- each exercise cell (tag `exercise`) is an nbgrader answer cell: the learner's
+  placeholder, then the hidden solution's code between `### BEGIN SOLUTION` and
+  `### END SOLUTION` with the learner's name bound to the solution's, then the
+  exercise's own `check(...)` call; the release keeps the placeholder and the call;
+- the course's solution cell (tag `solution`) is gone: its code lives in that region;
+- after each exercise comes an autograder cell whose `### BEGIN HIDDEN TESTS` region
+  runs tools/teach/judge.py's verdict on the learner's names and on every held-back
+  wrong answer of tests/wrong_answers/; the release keeps only its title line;
+- every other code cell is a read-only nbgrader cell, which autograding puts back as
+  it was, so a learner's edit to a check cannot change a grade.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbformat.notebooknode import NotebookNode
+
+from tests.exercise_plugin import check_call, wrong_answers
+from tools.teach import judge
+
+BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
+BEGIN_TESTS, END_TESTS = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
+GRADE_TITLE = ("#@title Grading of exercise {k} "
+               "(the grader's tests go here; nothing to run)")
+
+
+def _tags(cell: NotebookNode) -> set:
+    return set(cell.metadata.get("tags", []))
+
+
+def _split_last(source: str) -> tuple[str, str]:
+    """Return (the code before the last statement, the last statement's source)."""
+    lines = source.split("\n")
+    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                     for line in lines)
+    last = ast.parse(code).body[-1]
+    return "\n".join(lines[:last.lineno - 1]), ast.get_source_segment(code, last)
+
+
+@dataclass
+class Exercise:
+    """One exercise of a notebook: its cells, check call and the learner's name."""
+
+    number: int
+    cell: NotebookNode  # the learner's cell, tag `exercise`
+    solution: NotebookNode  # the hidden solution, tag `solution`
+    call: str  # the learner cell's last statement, check(...)
+    learner: str  # the name the check call checks, e.g. `answer`
+    solved: str  # the solution's code with `learner` bound to its answer
+    wrong: list  # the held-back wrong answers, tests/wrong_answers/NN_name.py
+
+    @property
+    def placeholder(self) -> str:
+        """Return the learner cell without its check call."""
+        return _split_last(self.cell.source)[0]
+
+
+def exercises(nb: NotebookNode, path: Path) -> list[Exercise]:
+    """Return the exercises of `nb` (read from `path`), in order."""
+    held = wrong_answers(Path(path))
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if "exercise" not in _tags(cell):
+            continue
+        k = len(found) + 1
+        solution = next(c for c in nb.cells[i + 1:] if c.cell_type == "code")
+        assert "solution" in _tags(solution), (
+            f"{path.name}: exercise {k}'s next code cell is not tagged solution")
+        call = check_call(cell.source)
+        learner = ast.unparse(ast.parse(call).body[0].value.args[0])
+        body, last = _split_last(solution.source)
+        answered = ast.unparse(ast.parse(last).body[0].test.args[0])
+        solved = f"{body.rstrip()}\n{learner} = {answered}"
+        found.append(Exercise(k, cell, solution, call, learner, solved,
+                              list(held.get(k, []))))
+    return found
+
+
+def grade_cell_source(ex: Exercise) -> str:
+    """Return the autograder cell of `ex`: a title, then the hidden tests."""
+    verdict = inspect.getsource(judge.grade_exercise).replace(
+        "def grade_exercise(", "def _grade_exercise(", 1)
+    answers = "".join(f"    {answer!r},\n" for answer in ex.wrong)
+    return "\n".join([
+        GRADE_TITLE.format(k=ex.number), BEGIN_TESTS, verdict.rstrip(), "",
+        f"_grade_exercise(globals(), {ex.number}, {ex.call!r}, [\n{answers}])",
+        "del _grade_exercise", END_TESTS])
+
+
+def _nbgrader(cell: NotebookNode, grade_id: str, *, solution=False, grade=False,
+              locked=False) -> None:
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked,
+            "schema_version": 3, "solution": solution, "task": False}
+    if grade:
+        meta["points"] = 1
+    cell.metadata["nbgrader"] = meta
+
+
+def instructor_version(path: Path) -> NotebookNode:
+    """Return nbgrader's instructor version of the course notebook at `path`."""
+    nb = nbformat.read(path, as_version=4)
+    found = exercises(nb, path)
+    solutions = {id(ex.solution) for ex in found}
+    by_cell = {id(ex.cell): ex for ex in found}
+    cells = []
+    for i, cell in enumerate(nb.cells):
+        if id(cell) in solutions:
+            continue
+        cell = copy.deepcopy(cell)
+        if cell.cell_type == "code" and id(nb.cells[i]) in by_cell:
+            ex = by_cell[id(nb.cells[i])]
+            gap = len(ex.placeholder) - len(ex.placeholder.rstrip("\n"))
+            cell.source = "\n".join([ex.placeholder.rstrip(), BEGIN_SOLUTION,
+                                     ex.solved, END_SOLUTION + "\n" * max(gap, 1)
+                                     + ex.call])
+            cell.outputs, cell.execution_count = [], None
+            _nbgrader(cell, f"answer-{ex.number}", solution=True)
+            grade = nbformat.v4.new_code_cell(grade_cell_source(ex))
+            grade.metadata.update({"cellView": "form",
+                                   "jupyter": {"source_hidden": True}})
+            _nbgrader(grade, f"exercise-{ex.number}", grade=True, locked=True)
+            cells += [cell, grade]
+            continue
+        if cell.cell_type == "code":
+            _nbgrader(cell, cell.get("id") or f"cell-{i}", locked=True)
+        cells.append(cell)
+    nb.cells = cells
+    return nb
+
+
+def submission(release: NotebookNode, answers: dict) -> NotebookNode:
+    """Return a copy of a released notebook with exercise k's cell set to answers[k].
+
+    An answer is code that defines the learner's names (the exercise's check call is
+    put after it), or None to delete the exercise's cell.
+    """
+    nb = copy.deepcopy(release)
+    kept = []
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+        if grade_id.startswith("answer-") and int(grade_id[7:]) in answers:
+            code = answers[int(grade_id[7:])]
+            if code is None:
+                continue
+            cell.source = f"{code.rstrip()}\n\n{_split_last(cell.source)[1]}"
+        kept.append(cell)
+    nb.cells = kept
+    return nb
