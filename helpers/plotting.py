@@ -135,10 +135,10 @@ def plot_timeline(timelines: Mapping[str, Sequence[Event]],
                   title: str = "") -> Figure:
     """Draw a Gantt chart per timeline: a row per stage, a bar per F or B (12, 13)."""
     fig, axes = subplots(len(timelines), 1, sharex=True, squeeze=False)
-    spans = {name: max(e[4] for e in ev) - min(e[3] for e in ev)
+    spans = {name: max(end for *_, end in ev) - min(start for *_, start, _ in ev)
              for name, ev in timelines.items()}
     for ax, (name, events) in zip(axes[:, 0], timelines.items(), strict=True):
-        stages = sorted({e[0] for e in events})
+        stages = sorted({stage for stage, *_ in events})
         ax.set_yticks(stages, [f"stage {s + 1}" for s in stages], fontsize=FONT_SIZE)
         ax.set_ylim(max(stages) + 0.45, min(stages) - 0.85)
         ax.tick_params(axis="x", labelsize=FONT_SIZE)
@@ -149,7 +149,7 @@ def plot_timeline(timelines: Mapping[str, Sequence[Event]],
     if title:
         fig.suptitle(title, fontsize=TITLE_SIZE)
     for ax, events in zip(axes[:, 0], timelines.values(), strict=True):
-        first = min(e[3] for e in events)
+        first = min(start for *_, start, _ in events)
         bars = [(stage, (start - first) * 1e3, (end - start) * 1e3,
                  PHASES["forward" if kind == "F" else "backward"], f"{kind}{i}")
                 for stage, kind, i, start, end in events]
