@@ -11,8 +11,8 @@ stages and m micro-batches the ideal is 2m/(m+1).
 
 from __future__ import annotations
 
-import json
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
@@ -28,12 +28,17 @@ KEYS = (*ratio_keys("pipeline_cpu_speedup"), "pipeline_cpu_best_split")
 def run() -> dict[str, float | int | list]:
     """Return the best pipelined speed-up over the naive split, and its m."""
     splits = ",".join(str(BATCH // m) for m in MICRO_BATCHES)
+    if str(SCRIPT.parent) not in sys.path:  # the record's class, as the script has it
+        sys.path.insert(0, str(SCRIPT.parent))
+    import common
+    import pipe_manual
+
     with tempfile.TemporaryDirectory() as out:
         torchrun(SCRIPT, "--out", out, "--batch", BATCH, "--image", IMAGE,
                  "--splits", splits, "--repeats", 3,
                  "--rounds", PAIRS, nproc=2, threads=1, echo=False, timeout=600)
-        result = json.loads((Path(out) / "pipe.json").read_text())
-    rounds = {BATCH // int(s): r["runs"] for s, r in result.items()}  # m: per round
+        sweep = common.load_record(Path(out) / "pipe.json", pipe_manual.Sweep)
+    rounds = {BATCH // r.split: r.runs for r in sweep.splits}  # m: per round
     print(show(f"Two-stage pipeline, pipe_manual.py: step time / {BATCH} images",
                {f"{m} micro-batches": [t / BATCH for t in ts]
                 for m, ts in rounds.items()}))

@@ -31,8 +31,14 @@ def test_busbw_factor_is_nccl_tests_all_reduce_factor(coll):
     assert [coll.busbw_factor(n) for n in (1, 2, 4, 8)] == [0.0, 1.0, 1.5, 1.75]
 
 
-def test_sweep_sizes_run_from_one_kib_to_64_mib(coll):
-    assert coll.SIZES[0] == 1024 and coll.SIZES[-1] == 64 * 2**20
+def test_max_kib_cuts_the_sweep_of_sizes_four_times_apart(coll):
+    assert coll.sweep_sizes(4) == coll.sweep_sizes(15) == [1024, 4096]
+    full = coll.sweep_sizes(64 * 1024)  # the default: up to 64 MiB
+    assert (full[0], full[-1], len(full)) == (1024, 64 * 2**20, 9), full
+    assert all(b == 4 * a for a, b in zip(full, full[1:], strict=False)), full
+    assert coll.sweep_sizes(10**9) == full, "nothing above 64 MiB is swept"
+    with pytest.raises(ValueError, match="starts at 1 KiB"):
+        coll.sweep_sizes(0)
 
 
 def test_ring_on_one_rank_sends_nothing_and_changes_nothing(coll, group):
@@ -81,6 +87,7 @@ def test_count_bytes_adds_up_what_all_reduce_is_given(buckets, group):
     assert sent == [6, 8]
 
 
+@pytest.mark.slow
 @linux_only
 def test_three_ranks_run_the_collectives_and_the_ring(tmp_path):
     torchrun(SCRIPTS / "comm_collectives.py", "--out", tmp_path, "--device", "cpu",

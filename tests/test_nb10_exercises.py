@@ -19,7 +19,7 @@ from torch.utils.data.distributed import DistributedSampler
 from helpers import check
 from helpers.exercises import digest
 import ddp_by_hand
-from ddp_parts import Net, make_data
+from common import Net, make_data
 SIZE = 12
 torch.manual_seed(0)
 net = Net(16)

@@ -22,19 +22,19 @@ from torch import nn
 from helpers import benchmark, check, synchronize
 
 sys.path.insert(0, str(NOTEBOOK_DIR / "scripts"))
-import stages  # noqa: E402  (scripts/stages.py, as the notebook imports it)
+import pipe_stages  # noqa: E402  (as the notebook imports it)
 
 CELLS = {c["id"]: "".join(c["source"]) for c in json.loads(
     (NOTEBOOK_DIR / "12_model_parallel.ipynb").read_text())["cells"]}
 PAIRS = {"one CPU": ("cpu", "cpu"), "two GPUs": ("cuda:0", "cuda:1"),
          "one GPU": ("cuda:0", "cuda:0"), "MPS": ("mps", "mps")}
 WITHIN_DEV0 = """def copy_bandwidth(batch, timer=benchmark):
-    a = torch.randn(batch, *stages.cut_shape(IMAGE), device=dev0)
+    a = torch.randn(batch, *pipe_stages.cut_shape(IMAGE), device=dev0)
     buf = torch.empty_like(a)
     t = timer(lambda: (buf.copy_(a), synchronize(dev0)), device=dev0)
     return a.numel() * a.element_size() / 2**30 / t.median"""
 NO_DEVICE = """def copy_bandwidth(batch, timer=benchmark):
-    a = torch.randn(batch, *stages.cut_shape(IMAGE), device=dev0)
+    a = torch.randn(batch, *pipe_stages.cut_shape(IMAGE), device=dev0)
     buf = torch.empty_like(a, device=dev1)
     t = timer(lambda: buf.copy_(a))
     return a.numel() * a.element_size() / 2**30 / t.median"""
@@ -42,7 +42,8 @@ NO_DEVICE = """def copy_bandwidth(batch, timer=benchmark):
 
 def _namespace(dev0: str, dev1: str) -> dict:
     """The notebook's names that the checks read, with faked devices."""
-    ns = {"torch": torch, "nn": nn, "math": math, "stages": stages, "IMAGE": 32,
+    ns = {"torch": torch, "nn": nn, "math": math, "pipe_stages": pipe_stages,
+          "IMAGE": 32,
           "benchmark": benchmark, "check": check, "synchronize": synchronize,
           "dev0": torch.device(dev0), "dev1": torch.device(dev1)}
     exec(CELLS["cell-12chk"], ns)  # the hidden checks cell
@@ -83,7 +84,7 @@ def test_copy_check_restores_a_default_device_left_behind():
 
 
 DEFAULT_DEVICE_ACTIVATION = """def copy_bandwidth(batch, timer=benchmark):
-    a = torch.randn(batch, *stages.cut_shape(IMAGE))
+    a = torch.randn(batch, *pipe_stages.cut_shape(IMAGE))
     buf = torch.empty_like(a, device=dev1)
     t = timer(lambda: (buf.copy_(a), synchronize(dev1)), device=dev0)
     return a.numel() * a.element_size() / 2**30 / t.median"""

@@ -381,19 +381,22 @@ def _count(calls: list[dict], op: str) -> int:
                for c in calls)
 
 
+slow = __import__("pytest").mark.slow  # launches processes: make unit skips it
 linux_only = __import__("pytest").mark.skipif(sys.platform != "linux",
                                                reason="torchrun on Linux")
 
 
+@slow
 @linux_only
-def test_mp_two_stages_order_runs_on_nccl(tmp_path):
-    programs = _recorded(tmp_path, "mp_two_stages.py", *TINY, "--check-images", "4")
+def test_pipe_two_stages_order_runs_on_nccl(tmp_path):
+    programs = _recorded(tmp_path, "pipe_two_stages.py", *TINY, "--check-images", "4")
     assert _count(programs[1], "recv") >= 3 and _count(programs[0], "send") >= 3, (
         "the recorder saw too few sends and receives")
     said = replay(programs)
     assert said is None, said
 
 
+@slow
 @linux_only
 def test_pipe_manual_and_the_library_schedules_order_runs_on_nccl(tmp_path):
     programs = _recorded(tmp_path, "pipe_manual.py", *TINY, "--splits", "6,2",
@@ -405,6 +408,7 @@ def test_pipe_manual_and_the_library_schedules_order_runs_on_nccl(tmp_path):
     assert said is None, said
 
 
+@slow
 @linux_only
 def test_the_ring_all_reduce_of_notebook_11_runs_on_nccl(tmp_path):
     programs = _recorded(tmp_path, "comm_collectives.py", "--device", "cpu",

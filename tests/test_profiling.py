@@ -1,4 +1,4 @@
-"""notebooks/scripts/traces.py reads Chrome traces (nesting, rows, phases);
+"""notebooks/scripts/prof_traces.py reads Chrome traces (nesting, rows, phases);
 helpers.plotting.plot_trace draws them."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from torch.profiler import ProfilerActivity, profile, record_function  # noqa: E
 from helpers.plotting import plot_trace  # noqa: E402
 
 sys.path.insert(0, str(NOTEBOOK_DIR / "scripts"))  # as the notebooks import it
-from traces import TraceEvent, trace_events  # noqa: E402
+from prof_traces import TraceEvent, trace_events  # noqa: E402
 
 
 def _x(name, ts, dur, cat="cpu_op", pid=100, tid=1, **args):
@@ -151,6 +151,7 @@ def test_plot_colours_unknown_phases_and_refuses_nothing_to_draw():
         plot_trace(events, max_depth=0)
 
 
+@pytest.mark.slow
 def test_importing_plotting_touches_neither_cuda_nor_matplotlib():
     code = ("import sys, torch, helpers.plotting; "
             "print(torch.cuda.is_initialized(), 'matplotlib' in sys.modules)")

@@ -44,7 +44,22 @@ def test_script_joins_its_group_through_common_setup(path):
     if path.stem != "common":
         assert not own, (f"{path.name} defines its own {sorted(own)}: import them "
                          "from common.py")
-    calls = path.read_text().count("init_process_group(")
+    source = path.read_text()  # a "fake" world (planning, no processes) is no join
+    calls = source.count("init_process_group(") - source.count(
+        'init_process_group("fake"')
     expected = 2 if path.stem == "common" else 0  # nccl, gloo: both in common.setup
     assert calls == expected, (f"{path.name}: {calls} init_process_group call(s), "
                                f"expected {expected}: join through common.setup")
+
+
+def _family(stem: str) -> str:
+    return stem.split("_")[0]  # ddp, comm, prof, pipe, fsdp, gpt (gpt.py: gpt)
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.stem)
+def test_no_import_crosses_families(path):
+    """A script imports only common.py and scripts of its own family (the prefix)."""
+    crossing = {s for s in _siblings(path) - {"common"}
+                if _family(s) != _family(path.stem)}
+    assert not crossing, (f"{path.name} imports {sorted(crossing)} of another family: "
+                          "move what is shared into common.py")

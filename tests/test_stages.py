@@ -1,12 +1,12 @@
 """Tests of helpers.stages, the ResNet stages in helpers.models, notebooks/scripts/
-stages.py and the three pipeline scripts that notebooks 12 and 13 launch. The
+pipe_stages.py and the three pipeline scripts that notebooks 12 and 13 launch. The
 two-stage and pipelined ResNets live in notebooks 12 and 13, which assert them."""
 
 from __future__ import annotations
 
 import copy
-import json
 import sys
+from importlib import import_module  # a record's class: a dataclass needs its module
 
 import matplotlib.pyplot as plt
 import pytest
@@ -27,8 +27,9 @@ from helpers.plotting import plot_timeline
 from helpers.stages import idle_fraction, overlap_time
 
 SCRIPTS = NOTEBOOK_DIR / "scripts"
-sys.path.insert(0, str(SCRIPTS))  # the scripts import their sibling stages.py
-script_stages = load_script(SCRIPTS / "stages.py")
+sys.path.insert(0, str(SCRIPTS))  # the scripts import their sibling pipe_stages.py
+script_stages = load_script(SCRIPTS / "pipe_stages.py")
+load_record = load_script(SCRIPTS / "common.py").load_record  # the scripts' records
 TINY = ["--batch", "6", "--image", "16", "--repeats", "1"]
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Linux")
 two_gpus = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
@@ -198,19 +199,22 @@ def _backend_lines(run) -> list[str]:
     return lines
 
 
+@pytest.mark.slow
 @linux_only
 def test_mp_script_matches_the_whole_model(tmp_path):
-    run = torchrun(SCRIPTS / "mp_two_stages.py", "--out", tmp_path, *TINY,
+    run = torchrun(SCRIPTS / "pipe_two_stages.py", "--out", tmp_path, *TINY,
                    "--check-images", "4", echo=False, timeout=120)
     _backend_lines(run)
-    result = json.loads((tmp_path / "mp.json").read_text())
-    assert {"single_s", "split_s", "copy_s", "single", "split"} <= result.keys()
-    assert len(result["single"]) == len(result["split"]) == 1  # --repeats 1
-    assert idle_fraction(result["events"]) > 0.4  # naive: one stage at a time
-    assert sum(e[1] == "F" for e in result["events"]) == 2  # one micro-batch each
+    result = load_record(tmp_path / "mp.json",
+                         import_module("pipe_two_stages").TwoStages)
+    assert len(result.single) == len(result.split) == 1  # --repeats 1
+    assert idle_fraction(result.events) > 0.4  # naive: one stage at a time
+    assert [(e.stage, e.kind) for e in result.events if e.kind == "F"] == [
+        (0, "F"), (1, "F")], result.events  # one micro-batch each, rank 0's first
     _assert_checked_step(tmp_path, images=4)
 
 
+@pytest.mark.slow
 @linux_only
 def test_pipe_manual_script_matches_the_whole_model(tmp_path):
     # --schedules: the same launch then runs pipe_schedules.py's check_and_time
@@ -218,12 +222,14 @@ def test_pipe_manual_script_matches_the_whole_model(tmp_path):
                    "6,2", "--check-images", "4", "--check-split", "1", "--rounds", "2",
                    "--schedules", "3", echo=False, timeout=120)
     _backend_lines(run)
-    result = json.loads((tmp_path / "pipe.json").read_text())
-    assert sorted(result) == ["2", "6"]
-    assert all(len(r["runs"]) == 2 for r in result.values()), result  # 2 rounds
+    sweep = load_record(tmp_path / "pipe.json",
+                        import_module("pipe_manual").Sweep)
+    assert [r.split for r in sweep.splits] == [6, 2]  # in --splits' order
+    assert all(len(r.runs) == 2 for r in sweep.splits), sweep  # 2 rounds
     # the timeline shown is the median round's: of two rounds, the faster one
-    assert all(r["runs"][r["shown_round"]] == min(r["runs"]) for r in result.values())
-    assert sum(e[1] == "F" for e in result["2"]["events"]) == 2 * 3  # 2 stages, m=3
+    assert all(r.runs[r.shown_round] == min(r.runs) for r in sweep.splits), sweep
+    m3 = sweep.splits[1].events  # split size 2 of a batch of 6: m = 3
+    assert sum(e.kind == "F" for e in m3) == 2 * 3, m3  # 2 stages, m=3
     _assert_checked_step(tmp_path, images=4)
     _assert_schedules_match(tmp_path, checked=6, repeats=3)  # 2 per micro-batch
 
@@ -233,7 +239,8 @@ def _load_pipe_schedules():
 
 
 def _assert_schedules_match(out, checked: int, repeats: int):
-    timings = json.loads((out / "schedules.json").read_text())
+    kind = import_module("pipe_schedules").ScheduleTimes
+    timings = load_record(out / "schedules.json", kind).seconds
     assert set(timings) == {"GPipe", "1F1B"}
     assert all(len(t) == repeats for t in timings.values()), timings
     whole, logits, grads = _float64_reference(checked)
@@ -246,6 +253,7 @@ def _assert_schedules_match(out, checked: int, repeats: int):
         assert diff < STAGE_TOLERANCE, f"{name}: logits differ by {diff:.1e}"
 
 
+@pytest.mark.slow
 @linux_only
 def test_pipe_schedules_script_matches_the_whole_model(tmp_path):
     run = torchrun(SCRIPTS / "pipe_schedules.py", "--out", tmp_path, *TINY,

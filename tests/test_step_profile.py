@@ -1,4 +1,4 @@
-"""notebooks/scripts/step_profile.py: its options, how step_breakdown splits a step
+"""notebooks/scripts/prof_step.py: its options, how step_breakdown splits a step
 into parts, then one real 2-rank gloo launch whose traces it reads."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from conftest import NOTEBOOK_DIR, load_script
 
 from helpers.launch import torchrun
 
-SCRIPT = NOTEBOOK_DIR / "scripts" / "step_profile.py"
+SCRIPT = NOTEBOOK_DIR / "scripts" / "prof_step.py"
 if str(SCRIPT.parent) not in sys.path:  # the script imports its siblings
     sys.path.insert(0, str(SCRIPT.parent))
 
@@ -86,6 +86,7 @@ def test_a_trace_without_profiler_steps_is_refused(script):
         script.step_breakdown([])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Linux")
 def test_two_gloo_ranks_write_traces_that_break_down(script, tmp_path):
     result = torchrun(SCRIPT, "--runs", "tiny", "item", "--steps", "2", "--batch", "2",

@@ -19,9 +19,9 @@ its bias, at the default width 256) is trained with DDP. The script writes to --
 - uneven.json and fr_rank<r>.json: ranks with different numbers of batches, first
   without Join (a hang, ended by a short timeout; the Flight Recorder's entries of
   the hung group, where this torch has one), then with Join.
---collectives first runs comm_collectives.py's parts in the same processes. Only torch
-and the standard library are used, so you can copy this file (with its sibling
-comm_collectives.py) into your project.
+--collectives first runs comm_collectives.py's parts in the same processes. Notebook 11
+runs it. Copy the whole folder, not this file: it imports comm_collectives.py and
+common.py.
 """
 
 from __future__ import annotations

@@ -9,8 +9,8 @@ then an all-gather) is compared with dist.all_reduce, counting the bytes each ra
 sends. Last, all-reduces from 1 KiB to 64 MiB are timed (medians) and written as the
 nccl-tests report them: algbw = bytes / time, busbw = algbw x 2(N-1)/N, with one
 rank's memory-copy bandwidth beside them (bandwidth.json). With one GPU per rank the
-default group is nccl and a second, gloo group sweeps CPU tensors too. Only torch and
-the standard library are used, so you can copy this file into your project.
+default group is nccl and a second, gloo group sweeps CPU tensors too. Notebook 11
+runs it. Copy the whole folder, not this file: it imports common.py.
 """
 
 from __future__ import annotations
@@ -27,6 +27,14 @@ from torch.distributed.elastic.multiprocessing.errors import record
 
 KIB = 1024
 SIZES = [KIB * 4**k for k in range(9)]  # 1 KiB, 4 KiB, 16 KiB, ..., 64 MiB
+
+
+def sweep_sizes(max_kib: int) -> list[int]:
+    """Return the sweep's all-reduce sizes in bytes, from 1 KiB up to `max_kib` KiB."""
+    sizes = [s for s in SIZES if s <= max_kib * KIB]
+    if not sizes:
+        raise ValueError(f"--max-kib {max_kib}: the sweep starts at 1 KiB")
+    return sizes
 
 
 def collectives(device: torch.device) -> dict[str, dict[str, list]]:
@@ -163,7 +171,7 @@ def run(out: Path, device: torch.device, max_kib: int = 64 * KIB,
     rank, world = dist.get_rank(), dist.get_world_size()
     held = collectives(device)
     ring = check_ring(device, ring_numel)
-    sizes = [s for s in SIZES if s <= max_kib * KIB]
+    sizes = sweep_sizes(max_kib)
     groups = {dist.get_backend(): (device, None)}
     if device.type == "cuda":  # also gloo, on CPU tensors, in a second group
         groups["gloo"] = (torch.device("cpu"), dist.new_group(backend="gloo"))
@@ -195,6 +203,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--ring-numel", type=int, default=2**20,
                    help="float32 elements of the ring all-reduce check (any number)")
     args = p.parse_args(argv)
+    if args.max_kib < 1:
+        p.error(f"--max-kib {args.max_kib}: the sweep starts at 1 KiB")
     device = setup(args.device)
     run(Path(args.out), device, args.max_kib, args.ring_numel)
     dist.barrier()

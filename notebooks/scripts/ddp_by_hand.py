@@ -14,6 +14,7 @@ by hand is one collective instead of eight. Overlap needs several buckets; noteb
 every rank, and how many all-reduces each made per step; --dump saves that.
 `as_ranks` runs an averaging function as several ranks in threads of one process,
 with a stand-in all_reduce: notebook 10's exercise checks answers with it.
+Notebook 10 runs it. Copy the whole folder, not this file: it imports common.py.
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from common import setup
-from ddp_parts import Net, make_data
+from common import Net, make_data, setup
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn import functional as F

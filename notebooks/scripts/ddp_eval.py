@@ -7,14 +7,16 @@ needs DistributedSampler's equal shares, padded with repeats: every rank must ta
 the same number of steps, each with an all-reduce. Evaluation needs one collective
 at the end, so the shares may differ in length: rank r takes samples r, r + world,
 ..., counts its right answers and samples, and one all_reduce adds them up.
+Notebook 10 runs it. Copy the whole folder, not this file: it imports ddp_train.py,
+ddp_parts.py and common.py.
 """
 
 from __future__ import annotations
 
 import torch
 import torch.distributed as dist
-from common import leave, log
-from ddp_parts import make_data, report
+from common import leave, log, make_data
+from ddp_parts import report
 from ddp_train import build, fit, make_parser
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.utils.data import DataLoader, Dataset, Subset

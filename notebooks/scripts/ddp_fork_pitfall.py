@@ -6,7 +6,8 @@
 `fork` copies a process's memory but only the thread that called it. A lock that
 another thread held at that moment stays locked in the child forever, and CUDA's
 driver state cannot be used in a forked child at all. Each demo runs in a child
-that is stopped after a short wait, so this script always finishes.
+that is stopped after a short wait, so this script always finishes. Notebook 09 runs
+it. Unlike the other scripts of this folder it stands alone: copy just this file.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ TORCH_DISTRIBUTED_DEBUG=DETAIL, every collective is first checked against the ot
 ranks' (operation, shapes, dtypes), so the mismatch is reported at once. On nccl the
 same bug can be worse than a timeout: nccl's barrier is itself an all-reduce, so it
 may pair with rank 0's all-reduce and go on with garbage, or hang. --fixed moves
-the all-reduce out of the `if`, where every rank calls it.
+the all-reduce out of the `if`, where every rank calls it. Notebook 10 runs it. Copy
+the whole folder, not this file: it imports common.py.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""What the DDP scripts share besides DDP itself: data, model and report.
+"""What the DDP scripts share besides DDP itself: the checkpoint and the report.
 
-ddp_train.py, ddp_resume.py, ddp_eval.py and ddp_by_hand.py train this model on
-these images. The first three end with `report`, which checks that every rank holds
-the same weights and saves what a notebook reads (--dump). Only torch and the
-standard library are used.
+ddp_train.py, ddp_resume.py, ddp_eval.py and ddp_by_hand.py train common.py's `Net`
+on its `make_data` images. The first three end with `report`, which checks that
+every rank holds the same weights and saves what a notebook reads (--dump). Copy
+the whole folder: these scripts import common.py and each other.
 """
 
 from __future__ import annotations
@@ -16,35 +16,6 @@ import torch.distributed as dist
 from common import clock
 from torch import nn
 from torch.nn.utils import parameters_to_vector
-from torch.utils.data import TensorDataset
-
-
-def make_data(samples: int, size: int, seed: int) -> TensorDataset:
-    """Return noisy images labelled by their brightest quadrant (4 classes)."""
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(samples, 1, size, size, generator=g)
-    y = torch.randint(0, 4, (samples,), generator=g)
-    h = size // 2
-    for label, (r, c) in enumerate([(0, 0), (0, h), (h, 0), (h, h)]):
-        x[y == label, :, r:r + h, c:c + h] += 0.3
-    return TensorDataset(x, y)
-
-
-class Net(nn.Module):
-    """Three 3x3 convolutions and a linear head: much compute, few weights."""
-
-    def __init__(self, width: int = 16, classes: int = 4):
-        super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(1, width, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(width, 2 * width, 3, padding=1), nn.ReLU(),
-            nn.Conv2d(2 * width, 2 * width, 3, padding=1), nn.ReLU(),
-            nn.AdaptiveAvgPool2d(2),
-        )
-        self.head = nn.Linear(2 * width * 4, classes)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(x).flatten(1))
 
 
 def save(checkpoint: dict, path: Path) -> None:

@@ -9,7 +9,8 @@ a stand-in for a node that reboots or a GPU that drops out. torchrun's
 --max-restarts=N then stops every rank and starts them all again, up to N times;
 each attempt sees TORCHELASTIC_RESTART_COUNT = 0, 1, .... A restart runs the script
 from the top, so `resume` loads the last checkpoint (the model, the optimizer's
-momentum, the epoch) and training goes on from there.
+momentum, the epoch) and training goes on from there. Notebook 10 runs it. Copy the
+whole folder, not this file: it imports ddp_train.py, ddp_parts.py and common.py.
 """
 
 from __future__ import annotations

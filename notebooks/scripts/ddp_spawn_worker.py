@@ -3,7 +3,8 @@
 `mp.spawn` starts fresh interpreters, and each one finds the function to run by
 importing it: module name plus function name. A function defined in a notebook
 lives in the notebook's `__main__`, which a fresh interpreter cannot import; a
-function in a file like this one can be imported, so this works.
+function in a file like this one can be imported, so this works. Notebook 09 spawns
+it. It imports only torch, but is part of the folder you copy.
 """
 
 from __future__ import annotations

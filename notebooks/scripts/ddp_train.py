@@ -7,8 +7,9 @@ process trains a copy of the model on its share of every global batch; in backwa
 DDP averages the gradients of all processes, so every copy takes the same step. One
 GPU per process uses nccl, else gloo on the CPU. Lines marked `# NEW` are what DDP
 adds to a single-process script. common.py joins the group (`setup`), ddp_parts.py
-holds the data and model; ddp_resume.py (survive a crashed rank) and ddp_eval.py
-(evaluate on every rank) build on this file. Copy the whole folder, not this file.
+the checkpoint and report; ddp_resume.py (survive a crashed rank) and ddp_eval.py
+(evaluate on every rank) build on this file. Notebook 09 runs it (and 18 times it).
+Copy the whole folder, not this file.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from common import clock, leave, log, setup
-from ddp_parts import Net, make_data, report, save
+from common import Net, clock, leave, log, make_data, setup
+from ddp_parts import report, save
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader

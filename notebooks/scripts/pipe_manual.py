@@ -11,19 +11,23 @@ gradients and the logits to D/stage{rank}.pt. Then, for each split size, it writ
 the step times (`--rounds` rounds over all sizes, each a median of `--repeats`
 steps) and the timeline of the round with the median time to D/pipe.json. With
 `--schedules CHUNKS` the same two processes then run pipe_schedules.py's GPipe and
-1F1B on the same batch (D/schedules.json), timed under the same conditions. Needs
-its sibling stages.py.
+1F1B on the same batch (D/schedules.json), timed under the same conditions.
+Notebook 13 runs it. Copy the whole folder, not this file: it imports pipe_stages.py
+and common.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch.distributed as dist
-from stages import (
+from common import save_record
+from pipe_stages import (
+    Event,
+    as_events,
     checked_step,
     gather_events,
     join,
@@ -35,6 +39,31 @@ from stages import (
     synthetic_batch,
 )
 from torch.distributed.elastic.multiprocessing.errors import record
+
+
+@dataclass
+class SplitTiming:
+    """One split size of the sweep: its step times and one timeline."""
+
+    split: int  # images per micro-batch
+    median: float  # seconds per step, over the rounds
+    runs: list[float]  # each round's seconds
+    shown_round: int  # the round (with the median time) whose timeline is kept
+    events: list[Event]
+
+    def __post_init__(self) -> None:
+        self.events = as_events(self.events)  # read back from JSON: lists
+
+
+@dataclass
+class Sweep:
+    """What rank 0 writes to <out>/pipe.json (notebook 13 reads it with load_record)."""
+
+    splits: list[SplitTiming]  # in the order of --splits
+
+    def __post_init__(self) -> None:  # read back from JSON: dicts
+        self.splits = [s if isinstance(s, SplitTiming) else SplitTiming(**s)
+                       for s in self.splits]
 
 
 def parse_args() -> argparse.Namespace:
@@ -74,18 +103,18 @@ def main() -> None:
             times = seconds(step, device, args.repeats, warmup=int(round_ == 0))
             runs[split].append(statistics.median(times))
             events[split].append(gather_events(last[split]))  # this round's last
-    results = {}
+    sweep = Sweep([])
     for split in splits:
-        median = statistics.median(runs[split])
         # rank 0 keeps the timeline of its round with the median time (lower middle)
         middle = sorted(range(args.rounds), key=runs[split].__getitem__)[
             (args.rounds - 1) // 2]
-        results[split] = {"median": median, "runs": runs[split], "shown_round": middle,
-                          "events": events[split][middle]}
+        timing = SplitTiming(split, statistics.median(runs[split]), runs[split],
+                             middle, events[split][middle])
+        sweep.splits.append(timing)
         if rank == 0:
-            print(f"split_size {split:3d}: {median * 1e3:6.1f} ms/step")
+            print(f"split_size {split:3d}: {timing.median * 1e3:6.1f} ms/step")
     if rank == 0:
-        (Path(args.out) / "pipe.json").write_text(json.dumps(results))
+        save_record(Path(args.out) / "pipe.json", sweep)
     if args.schedules:  # the script beside this one, on the same batch
         import pipe_schedules
 

@@ -10,27 +10,37 @@ CPU (`--device cpu` forces that). For each schedule `check_and_time` runs one fl
 step from zero gradients on the batch's first 2 images per micro-batch and saves its
 gradients and logits to D/{schedule}_stage{rank}.pt, to check against the unsplit
 model; then it times float32 steps on the whole batch and writes each schedule's
-step times to D/schedules.json. Only torch, the standard library and the
-sibling stages.py (setup, model) are used: copy the folder into your project.
+step times to D/schedules.json (a ScheduleTimes record). Notebook 13 runs it (through
+pipe_manual.py --schedules). Copy the whole folder, not this file: it imports
+pipe_stages.py and common.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from stages import join, make_stages, seconds, stage_parser, synthetic_batch
+from common import save_record
+from pipe_stages import join, make_stages, seconds, stage_parser, synthetic_batch
 from torch import nn
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
 SCHEDULES = {"GPipe": ScheduleGPipe, "1F1B": Schedule1F1B}
+
+
+@dataclass
+class ScheduleTimes:
+    """What rank 0 writes to <out>/schedules.json (notebook 13 reads it)."""
+
+    chunks: int  # micro-batches per step
+    seconds: dict[str, list[float]]  # each timed step, by schedule: GPipe, 1F1B
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -80,7 +90,7 @@ def check_and_time(out: Path, x: torch.Tensor, y: torch.Tensor, chunks: int,
             print(f"{name:5s} with {chunks} micro-batches: "
                   f"{statistics.median(timings[name]) * 1e3:6.1f} ms/step")
     if rank == 0:
-        (out / "schedules.json").write_text(json.dumps(timings))
+        save_record(out / "schedules.json", ScheduleTimes(chunks, timings))
     return timings
 
 

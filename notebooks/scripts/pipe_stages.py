@@ -1,9 +1,9 @@
-"""What the three pipeline scripts share: the process-group setup, a two-stage
+"""What the three pipeline scripts share: joining as two stages, a two-stage
 ResNet-14, and one hand-written pipelined training step that records its timeline.
 
-Used by mp_two_stages.py (notebook 12), pipe_manual.py and pipe_schedules.py
-(notebook 13). Only torch and the standard library are used: copy the scripts/
-folder and it runs. Nothing here joins a group or touches a GPU at import time.
+The pipelining family's shared file, used by pipe_two_stages.py (notebook 12),
+pipe_manual.py and pipe_schedules.py (notebook 13); it imports common.py. Copy the
+whole folder, not this file. Nothing here joins a group or touches a GPU at import.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import argparse
 import copy
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.distributed as dist
@@ -21,8 +22,25 @@ import torch.nn.functional as F
 from common import setup, sync
 from torch import nn
 
-Event = tuple[int, str, int, float, float]
-"""One bar of a timeline: (stage, "F" or "B", micro-batch, start s, end s)."""
+
+class Event(NamedTuple):
+    """One bar of a timeline: a stage's forward or backward of one micro-batch.
+
+    The one definition: helpers/stages.py and helpers/plotting.py read these fields
+    (a notebook imports this file; this folder cannot import helpers/). JSON keeps an
+    Event as a list; `as_events` turns such lists back into Events.
+    """
+
+    stage: int  # 0 or 1
+    kind: str  # "F" (forward) or "B" (backward)
+    micro: int  # micro-batch
+    start: float  # seconds since the step's common start (shared_clock)
+    end: float
+
+
+def as_events(rows: Iterable[Sequence]) -> list[Event]:
+    """Return `rows` (Events, or lists read back from JSON) as Events."""
+    return [Event(*row) for row in rows]
 
 
 def stage_parser(description: str) -> argparse.ArgumentParser:
@@ -119,7 +137,7 @@ def pipeline_step(stage: nn.Module, x: torch.Tensor, y: torch.Tensor,
         start = time.perf_counter()
         result = fn()
         sync(device)
-        events.append((rank, kind, i, start - t0, time.perf_counter() - t0))
+        events.append(Event(rank, kind, i, start - t0, time.perf_counter() - t0))
         return result
 
     if rank == 0:

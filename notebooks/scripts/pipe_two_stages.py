@@ -1,6 +1,6 @@
 """Naive model parallelism for real: two processes, one ResNet-14 stage each.
 
-    torchrun --standalone --nproc-per-node=2 mp_two_stages.py --out D
+    torchrun --standalone --nproc-per-node=2 pipe_two_stages.py --out D
 
 Rank 0 owns stage 1; rank 1 owns stage 2 and the loss. They exchange the activation
 and its gradient with send/recv, so each process stands in for one device: a GPU each
@@ -8,20 +8,24 @@ over nccl where there are two (`--device auto`), else a CPU process each over gl
 Saves one float64 step's gradients and logits on the batch's first `--check-images`
 images to D/stage{rank}.pt, then writes the timings (one process with the whole model
 against the two stage processes, interleaved) and the last split step's timeline to
-D/mp.json. Needs its sibling stages.py.
+D/mp.json (a TwoStages record). Notebook 12 runs it. Copy the whole folder, not this
+file: it imports pipe_stages.py and common.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from stages import (
+from common import save_record
+from pipe_stages import (
+    Event,
+    as_events,
     checked_step,
     cut_shape,
     gather_events,
@@ -35,6 +39,23 @@ from stages import (
 )
 from torch import nn
 from torch.distributed.elastic.multiprocessing.errors import record
+
+
+@dataclass
+class TwoStages:
+    """What rank 0 writes to <out>/mp.json (notebook 12 reads it with load_record)."""
+
+    backend: str
+    act_mib: float  # the activation that crosses the cut
+    copy_s: float  # its copy, one way
+    single: list[float]  # seconds per step: the whole model in one process
+    split: list[float]  # the naive split over two processes, in the same rounds
+    single_s: float  # medians
+    split_s: float
+    events: list[Event]  # the last split step's timeline, both ranks
+
+    def __post_init__(self) -> None:
+        self.events = as_events(self.events)  # read back from JSON: lists
 
 
 def parse_args() -> argparse.Namespace:
@@ -84,18 +105,16 @@ def main() -> None:
             single += seconds(whole_step, device, repeats=1, warmup=int(i == 0))
         dist.barrier()
         split += seconds(split_step, device, repeats=1, warmup=int(i == 0))
-    results = {"act_mib": act.numel() * 4 / 2**20, "copy_s": t_copy / 2,
-               "single": single, "split": split, "backend": dist.get_backend(),
-               "single_s": statistics.median(single or [0.0]),
-               "split_s": statistics.median(split)}
     events = gather_events(last["events"])  # the last timed split step, both ranks
     if rank == 0:
-        results["events"] = events
-        (Path(args.out) / "mp.json").write_text(json.dumps(results))
-        print(f"one process, whole model: {results['single_s'] * 1e3:.0f} ms/step")
-        print(f"two processes, naive split: {results['split_s'] * 1e3:.0f} ms/step")
-        print(f"copy of the {results['act_mib']:.1f} MiB activation: "
-              f"{results['copy_s'] * 1e3:.2f} ms each way")
+        result = TwoStages(dist.get_backend(), act.numel() * 4 / 2**20, t_copy / 2,
+                           single, split, statistics.median(single or [0.0]),
+                           statistics.median(split), events)
+        save_record(Path(args.out) / "mp.json", result)
+        print(f"one process, whole model: {result.single_s * 1e3:.0f} ms/step")
+        print(f"two processes, naive split: {result.split_s * 1e3:.0f} ms/step")
+        print(f"copy of the {result.act_mib:.1f} MiB activation: "
+              f"{result.copy_s * 1e3:.2f} ms each way")
     dist.barrier()  # nobody leaves while the other rank still communicates
     dist.destroy_process_group()
 

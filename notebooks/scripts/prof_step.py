@@ -1,18 +1,20 @@
 """Profile a few DDP training steps on every rank, and write each rank's trace.
 
-    torchrun --standalone --nproc-per-node=2 step_profile.py --runs healthy tiny item
+    torchrun --standalone --nproc-per-node=2 prof_step.py --runs healthy tiny item
 
-Each run trains ddp_parts.py's model with DDP under torch.profiler: one step
-unrecorded (eleven on a GPU, where DDP synchronizes to time its first ten), one
-warm-up step, then --steps recorded steps, each marked "ProfilerStep#N". Every
-rank writes its Chrome trace to <out>/<run>_rank<R>.json (open it in Perfetto or
+Lesson: where a DDP step's time goes, rank by rank (notebook 18 runs it). Each run
+trains common.py's `Net` (the ddp_ scripts' model) with DDP under torch.profiler: one
+step unrecorded (eleven on a GPU, where DDP synchronizes to time its first ten), one
+warm-up step, then --steps recorded steps, each marked "ProfilerStep#N". Every rank
+writes its Chrome trace to <out>/<run>_rank<R>.json (open it in Perfetto or
 chrome://tracing). Two runs are slow on purpose:
 - tiny: a per-rank batch of two 8x8 images, so a step is mostly per-operation
   overhead and the all-reduce's latency, not arithmetic (it records 4x the steps);
 - item: a `loss.item()` every step. It copies one number to the host, so the host
   waits until the device has run everything queued before it (on a GPU, every step).
-step_breakdown() reads the traces back (with traces.py) and splits each recorded step
-into PARTS; notebook 18 prints them. Only torch and the standard library are used.
+step_breakdown() reads the traces back (with prof_traces.py) and splits each recorded
+step into PARTS; notebook 18 prints them. Copy the whole folder, not this file: it
+imports common.py and prof_traces.py.
 """
 
 from __future__ import annotations
@@ -26,15 +28,14 @@ from typing import Any, NamedTuple
 
 import torch
 import torch.distributed as dist
-from common import setup
-from ddp_parts import Net, make_data
+from common import Net, make_data, setup
+from prof_traces import complete_events
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.profiler import ProfilerActivity, profile, schedule
 from torch.utils.data import DataLoader
 from torch.utils.data.distributed import DistributedSampler
-from traces import complete_events
 
 RUNS = ("healthy", "tiny", "item")
 # The "tiny" run, per rank; its steps are short, so it records more of them.
@@ -51,7 +52,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--width", type=int, default=16)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--out", default="build/step_profile", help="folder for the traces")
+    p.add_argument("--out", default="build/prof_step", help="folder for the traces")
     args = p.parse_args(argv)
     if min(args.steps, args.batch) < 1:
         p.error("--steps and --batch must be >= 1")

@@ -9,7 +9,7 @@ _S1 = ("    s1 = nn.Sequential(m.conv1, m.bn1, m.relu, m.maxpool, m.layer1,\n"
 _TIMED = ("    t = timer(lambda: (buf.copy_(a), synchronize(dev1)),\n"
           "              device=dev0)\n")
 _COPY = ("def copy_bandwidth(batch, timer=benchmark):\n"
-         "    a = torch.randn(batch, *stages.cut_shape(IMAGE), device=dev0)\n"
+         "    a = torch.randn(batch, *pipe_stages.cut_shape(IMAGE), device=dev0)\n"
          "    buf = torch.empty_like(a, device=dev1)\n")
 
 WRONG = {
@@ -156,14 +156,14 @@ WRONG = {
         "    return 10.0",
         # copying within dev0
         "def copy_bandwidth(batch, timer=benchmark):\n"
-        "    a = torch.randn(batch, *stages.cut_shape(IMAGE), device=dev0)\n"
+        "    a = torch.randn(batch, *pipe_stages.cut_shape(IMAGE), device=dev0)\n"
         "    buf = torch.empty_like(a)\n"
         "    t = timer(lambda: (buf.copy_(a), synchronize(dev0)), device=dev0)\n"
         "    return a.numel() * a.element_size() / 2**30 / t.median",
         # the CPU's clock only: no timer, no synchronize
         "import time\n"
         "def copy_bandwidth(batch, timer=benchmark):\n"
-        "    a = torch.randn(batch, *stages.cut_shape(IMAGE), device=dev0)\n"
+        "    a = torch.randn(batch, *pipe_stages.cut_shape(IMAGE), device=dev0)\n"
         "    buf = torch.empty_like(a, device=dev1)\n"
         "    start = time.perf_counter()\n"
         "    buf.copy_(a)\n"
@@ -174,7 +174,7 @@ WRONG = {
         "    return a.numel() * a.element_size() / 2**30 / t.median",
         # right only at the check's first size: 8 images, whatever `batch` says
         "def copy_bandwidth(batch, timer=benchmark):\n"
-        "    a = torch.randn(8, *stages.cut_shape(IMAGE), device=dev0)\n"
+        "    a = torch.randn(8, *pipe_stages.cut_shape(IMAGE), device=dev0)\n"
         "    buf = torch.empty_like(a, device=dev1)\n"
         "    t = timer(lambda: (buf.copy_(a), synchronize(dev1)), device=dev0)\n"
         "    return a.numel() * a.element_size() / 2**30 / t.median",
@@ -185,8 +185,8 @@ WRONG = {
         # the wrong thing left behind: the default device
         "def copy_bandwidth(batch, timer=benchmark):\n"
         "    torch.set_default_device(dev1)\n"
-        "    buf = torch.empty(batch, *stages.cut_shape(IMAGE))\n"
-        "    a = torch.randn(batch, *stages.cut_shape(IMAGE), device=dev0)\n"
+        "    buf = torch.empty(batch, *pipe_stages.cut_shape(IMAGE))\n"
+        "    a = torch.randn(batch, *pipe_stages.cut_shape(IMAGE), device=dev0)\n"
         "    t = timer(lambda: (buf.copy_(a), synchronize(dev1)), device=dev0)\n"
         "    return a.numel() * a.element_size() / 2**30 / t.median",
         # milliseconds taken for seconds
@@ -194,12 +194,12 @@ WRONG = {
         "    return a.numel() * a.element_size() / 2**30 / (t.median * 1e3)",
         # right only on a CPU: the activation made on the default device, not dev0
         "def copy_bandwidth(batch, timer=benchmark):\n"
-        "    a = torch.randn(batch, *stages.cut_shape(IMAGE))\n"
+        "    a = torch.randn(batch, *pipe_stages.cut_shape(IMAGE))\n"
         "    buf = torch.empty_like(a, device=dev1)\n" + _TIMED +
         "    return a.numel() * a.element_size() / 2**30 / t.median",
         # random numbers made inside the timed code: their cost counted as copying
         "def copy_bandwidth(batch, timer=benchmark):\n"
-        "    shape = (batch, *stages.cut_shape(IMAGE))\n"
+        "    shape = (batch, *pipe_stages.cut_shape(IMAGE))\n"
         "    t = timer(lambda: (torch.randn(shape, device=dev0).to(dev1),\n"
         "                       synchronize(dev1)), device=dev0)\n"
         "    return batch * math.prod(shape[1:]) * 4 / 2**30 / t.median",
