@@ -45,6 +45,28 @@ class Config:
     heads: int = 4
     dim: int = 64
     mlp: int = 4  # the MLP's hidden width is mlp * dim
+    # Llama-3 shapes (notebook 17); the defaults keep the model above, bit for bit
+    kv_heads: int = 0  # grouped-query attention: heads sharing K/V (0: one per head)
+    hidden: int = 0  # the MLP's hidden width when set, else mlp * dim
+    swiglu: bool = False  # proj(silu(fc(x)) * up(x)) instead of proj(gelu(fc(x)))
+    tied: bool = True  # the head shares the embedding's weight
+
+    def __repr__(self) -> str:
+        """Name the six base fields, and a Llama-3 option only where it is set."""
+        names = ["vocab", "block", "layers", "heads", "dim", "mlp"]
+        extra = {"kv_heads": 0, "hidden": 0, "swiglu": False, "tied": True}
+        names += [k for k, default in extra.items() if getattr(self, k) != default]
+        return "Config(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in names) + ")"
+
+    @property
+    def n_kv(self) -> int:
+        """Return the number of key/value heads (grouped-query attention)."""
+        return self.kv_heads or self.heads
+
+    @property
+    def ffn(self) -> int:
+        """Return the MLP's hidden width."""
+        return self.hidden or self.mlp * self.dim
 
 
 def rope(x: torch.Tensor) -> torch.Tensor:
@@ -62,9 +84,10 @@ class Attention(nn.Module):
     def __init__(self, cfg: Config):
         super().__init__()
         self.head_dim = cfg.dim // cfg.heads
+        kv = cfg.n_kv * self.head_dim  # cfg.dim unless grouped-query attention
         self.q = nn.Linear(cfg.dim, cfg.dim, bias=False)
-        self.k = nn.Linear(cfg.dim, cfg.dim, bias=False)
-        self.v = nn.Linear(cfg.dim, cfg.dim, bias=False)
+        self.k = nn.Linear(cfg.dim, kv, bias=False)
+        self.v = nn.Linear(cfg.dim, kv, bias=False)
         self.proj = nn.Linear(cfg.dim, cfg.dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -73,6 +96,9 @@ class Attention(nn.Module):
         q = rope(self.q(x).view(B, T, -1, self.head_dim)).transpose(1, 2)
         k = rope(self.k(x).view(B, T, -1, self.head_dim)).transpose(1, 2)
         v = self.v(x).view(B, T, -1, self.head_dim).transpose(1, 2)
+        if k.size(1) != q.size(1):  # grouped-query: each K/V head serves a group of q
+            k = k.repeat_interleave(q.size(1) // k.size(1), dim=1)
+            v = v.repeat_interleave(q.size(1) // v.size(1), dim=1)
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # (B, H, T, D)
         return self.proj(y.transpose(1, 2).reshape(B, T, -1))
 
@@ -80,10 +106,14 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, cfg: Config):
         super().__init__()
-        self.fc = nn.Linear(cfg.dim, cfg.mlp * cfg.dim, bias=False)
-        self.proj = nn.Linear(cfg.mlp * cfg.dim, cfg.dim, bias=False)
+        self.fc = nn.Linear(cfg.dim, cfg.ffn, bias=False)
+        if cfg.swiglu:  # Llama's SwiGLU: a second input projection gates the first
+            self.up = nn.Linear(cfg.dim, cfg.ffn, bias=False)
+        self.proj = nn.Linear(cfg.ffn, cfg.dim, bias=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if hasattr(self, "up"):
+            return self.proj(F.silu(self.fc(x)) * self.up(x))
         return self.proj(F.gelu(self.fc(x)))
 
 
@@ -114,7 +144,8 @@ class Block(nn.Module):
 
 
 class GPT(nn.Module):
-    """Token embedding, `layers` blocks, a final norm, and a head tied to the embedding.
+    """Token embedding, `layers` blocks, a final norm, and a head tied to the embedding
+    (its own weight with `Config(tied=False)`, as Llama 3).
 
     `recompute` is "none", "full" (checkpoint every block) or "attention" (checkpoint
     each block's attention sub-layer, norm included): see RECOMPUTE.
@@ -123,6 +154,7 @@ class GPT(nn.Module):
     def __init__(self, cfg: Config, recompute: str = "none"):
         super().__init__()
         assert cfg.dim % cfg.heads == 0, f"dim {cfg.dim} must split into {cfg.heads}"
+        assert cfg.heads % cfg.n_kv == 0, f"{cfg.n_kv} K/V heads must split {cfg.heads}"
         if recompute not in RECOMPUTE:
             raise ValueError(f"recompute={recompute!r}: choose one of {RECOMPUTE}")
         self.cfg, self.recompute = cfg, recompute
@@ -135,8 +167,10 @@ class GPT(nn.Module):
     def tie_weights(self) -> None:
         """Share one tensor between embedding and head. Call it again after `to_empty`
         on plain tensors, which gives each module a new Parameter and so unties them;
-        DTensor parameters (after `fully_shard`) are swapped in place and stay tied."""
-        self.head.weight = self.tok.weight
+        DTensor parameters (after `fully_shard`) are swapped in place and stay tied.
+        An untied model (`Config(tied=False)`) keeps its own head."""
+        if self.cfg.tied:
+            self.head.weight = self.tok.weight
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
         x = self.tok(idx)
@@ -241,7 +275,7 @@ def loss_fn(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 def count_params(model: nn.Module) -> int:
-    """Return the number of parameters, the tied embedding once (global sizes)."""
+    """Return the number of parameters, a tied embedding once (global sizes)."""
     return sum(p.numel() for p in model.parameters())
 
 
