@@ -1,9 +1,11 @@
-"""Plot helpers draw what they are given, readably, and refuse mismatched data."""
+"""Plot helpers (bars, lines, pipeline timelines, traces) draw what they are given,
+readably, and refuse mismatched data."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from collections import namedtuple
 
 import matplotlib
 
@@ -14,6 +16,7 @@ import pytest  # noqa: E402
 from conftest import assert_readable  # noqa: E402
 
 from helpers import bar_chart, line_plot, plotting  # noqa: E402
+from helpers.plotting import plot_timeline, plot_trace  # noqa: E402
 
 
 def test_bar_chart_labels_each_bar_readably():
@@ -100,13 +103,25 @@ def test_a_log_axis_over_many_decades_keeps_the_decades():
     plt.close(fig)
 
 
+# A trace event as notebooks/scripts/prof_traces.py's TraceEvent holds one.
+ev = namedtuple("ev", "name row start duration depth phase end")
+
+
+def test_trace_colours_unknown_phases_and_refuses_nothing_to_draw():
+    events = [ev("copy 0", "side stream", 0.0, 2.0, 0, "copy", 2.0),
+              ev("compute 0", "main stream", 2.0, 3.0, 0, "compute", 5.0)]
+    fig = plot_trace(events)
+    colors = {p.get_facecolor() for p in fig.axes[0].patches if p.get_width() > 0}
+    assert len(colors) == 2, colors
+    plt.close(fig)
+    with pytest.raises(ValueError, match="no events"):
+        plot_trace([ev("deep", "r", 0.0, 1.0, 5, "", 1.0)])
+    with pytest.raises(ValueError, match="max_depth"):
+        plot_trace(events, max_depth=0)
+
+
 def test_trace_gives_each_collective_its_own_colour_and_legend_entry():
     """Notebook 11's all-reduces ran inside backward and were drawn as backward."""
-    from collections import namedtuple
-
-    from helpers.plotting import plot_trace
-
-    ev = namedtuple("ev", "name row start duration depth phase end")
     events = [ev("forward", "CPU thread 0", 0.0, 2.0, 0, "forward", 2.0),
               ev("backward", "CPU thread 0", 2.0, 4.0, 0, "backward", 6.0),
               ev("gloo:all_reduce", "CPU thread 1", 3.0, 2.0, 0, "backward", 5.0),
@@ -124,4 +139,25 @@ def test_trace_gives_each_collective_its_own_colour_and_legend_entry():
                                ax.get_legend().legend_handles, strict=True)}
     assert colors[2] == handles["all-reduce"] != handles["backward"] == colors[1]
     assert_readable(fig)
+    plt.close(fig)
+
+
+def test_timeline_draws_one_chart_per_timeline():
+    events = [(0, "F", 0, 0.0, 0.01), (1, "F", 0, 0.01, 0.02), (1, "B", 0, 0.02, 0.04),
+              (0, "B", 0, 0.04, 0.05)]
+    fig = plot_timeline({"a": events, "b": events[:2]}, title="t")
+    assert len(fig.axes) == 2 and "idle 50%" in fig.axes[1].get_title()
+    assert tuple(fig.get_size_inches()) == (7, 4) and fig.dpi == 100
+    plt.close(fig)
+
+
+def test_timeline_labels_every_bar_even_short_ones():
+    # one long backward and very short forwards, as stage 2 has with small batches
+    events = [(0, "F", i, i * 0.01, i * 0.01 + 0.009) for i in range(4)]
+    events += [(1, "F", i, 0.04 + i * 0.2, 0.041 + i * 0.2) for i in range(4)]
+    events += [(1, "B", i, 0.041 + i * 0.2, 0.2 + i * 0.2) for i in range(4)]
+    fig = plot_timeline({"t": events})
+    labels = sorted(t.get_text() for t in fig.axes[0].texts)
+    assert labels == sorted(f"{kind}{micro}" for _, kind, micro, _, _ in events)
+    assert min(t.get_fontsize() for t in fig.axes[0].texts) >= 10
     plt.close(fig)
