@@ -343,3 +343,28 @@ def test_the_grader_gave_every_held_back_wrong_answer_not_yet(graded):
                     "wrong answers still get 'not yet')")
             assert said[f"exercise-{ex.number}"].strip() == want, (
                 stem, said[f"exercise-{ex.number}"])
+
+
+def test_submissions_are_found_flat_or_as_nbgrader_collects_them(tmp_path, capsys):
+    from tools.teach.__main__ import collect
+
+    nb = nbformat.v4.new_notebook()
+    for rel in ["ada/01_cuda_queries.ipynb", "bob/02_devices/02_devices.ipynb",
+                "bob/.ipynb_checkpoints/01_cuda_queries-checkpoint.ipynb",
+                "bob/01_cuda_queries.ipynb", "cy/my_notes.ipynb", ".git/x.ipynb"]:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, tmp_path / rel)
+    found = collect(tmp_path)
+    assert {s: sorted(got) for s, got in found.items()} == {
+        "ada": ["01_cuda_queries"], "bob": ["01_cuda_queries", "02_devices"]}, found
+    assert "my_notes.ipynb: not a notebook of the course" in capsys.readouterr().err
+
+
+def test_a_notebook_nbgrader_could_not_grade_gets_its_own_entry():
+    from tools.teach.nbgrader_ext import entry
+
+    nb = submission(release_view(NOTEBOOKS[0]), {})
+    source = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells
+              if "nbgrader" in c.metadata]
+    assert entry(source, None, None, 1, None) == "not submitted"
+    assert entry(source, nb, None, 1, None) == "not graded: see autograde.log"
