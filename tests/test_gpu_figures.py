@@ -40,6 +40,7 @@ def test_matmul_tflops_counts_two_flops_per_multiply_add(monkeypatch):
     assert gpu_figures.matmul_tflops("cpu", 100) == pytest.approx(2 * 100**3 / 2 / 1e12)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
 def test_test_gpu_script_stops_clearly_without_a_gpu(tmp_path):
     env = {**os.environ, "REPORT_DIR": str(tmp_path), "PY": sys.executable}
@@ -62,6 +63,7 @@ exit 3
 
 @pytest.mark.tooling  # test_gpu.sh with a stand-in Python: no torch
 @pytest.mark.skipif(shutil.which("timeout") is None, reason="needs timeout")
+@pytest.mark.slow
 @pytest.mark.parametrize(("case", "limit", "said"), [
     ("def test_x():\n    pytest.skip('no GPU here')\n", 100,
      "| unit | FAILED: ran nothing (1 skipped) |"),
@@ -85,6 +87,7 @@ def test_a_step_that_ran_nothing_or_timed_out_fails_loudly(tmp_path, case, limit
 
 
 @pytest.mark.tooling  # make -n: nothing runs
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
 def test_make_test_gpu_with_the_system_python_installs_nothing():
     run = subprocess.run(["make", "-n", "test-gpu", "PYTHON_ENV=system"], cwd=ROOT,

@@ -34,7 +34,7 @@ IMAGES = ("image/png", "image/jpeg", "image/svg+xml")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colours, which a page shows as colours
 # myst-parser still calls APIs that a later Sphinx removes; not the course's to fix.
 # Sphinx renders the stored outputs: no torch runs (make test-compat skips it).
-pytestmark = [pytest.mark.tooling, pytest.mark.filterwarnings(
+pytestmark = [pytest.mark.tooling, pytest.mark.slow, pytest.mark.filterwarnings(
     "ignore::PendingDeprecationWarning:myst_parser")]
 
 

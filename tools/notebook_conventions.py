@@ -2,7 +2,7 @@
 
 The repository URL lives in one place, pyproject.toml's [project.urls] Repository.
 `python -m tools.notebook_conventions` (or `make badges`) rewrites all notebooks from
-it; tests/test_notebooks.py checks that nothing has drifted.
+it; tests/test_nb_colab.py checks that nothing has drifted.
 """
 
 from __future__ import annotations
