@@ -11,10 +11,10 @@ import time
 import pytest
 import torch
 import torch.distributed as dist
-from conftest import NOTEBOOK_DIR, free_port, load_script
+from conftest import NOTEBOOK_DIR, load_script
 from torch.utils.data import DataLoader
 
-from helpers.launch import torchrun
+from helpers.launch import free_port, torchrun
 
 SCRIPT = NOTEBOOK_DIR / "scripts" / "ddp_train.py"
 if str(SCRIPT.parent) not in sys.path:  # the scripts import their siblings
