@@ -9,6 +9,7 @@ only, the fastest notebooks, to stay within CI's time.
 from __future__ import annotations
 
 import ast
+import collections
 import copy
 import csv
 import functools
@@ -108,14 +109,29 @@ def test_the_release_holds_no_solution_and_no_hidden_test(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_the_release_keeps_each_exercise_cell_and_every_other_cell(path):
+def test_the_release_keeps_every_line_but_the_solutions(path):
+    """Every cell but the solutions, each line once; an exercise cell's check code
+    in a read-only cell of its own just before the learner's cell."""
     course = nbformat.read(path, as_version=4)
     released = release_view(path)
     kept = [c for c in course.cells if "solution" not in c.metadata.get("tags", [])]
     cells = [c for c in released.cells
              if not c.metadata.get("nbgrader", {}).get("grade", False)]
-    assert [nonblank(c.source) for c in cells] == [nonblank(c.source) for c in kept]
+    lines = collections.Counter(line for c in cells for line in nonblank(c.source))
+    want = collections.Counter(line for c in kept for line in nonblank(c.source))
+    assert lines == want, f"{path.stem}: {(lines - want) or (want - lines)}"
     found = exercises(course, path)
+    checks = [ex for ex in found if ex.setup]
+    assert len(cells) == len(kept) + len(checks), (len(cells), len(kept), len(checks))
+    ids = [c.metadata.get("nbgrader", {}).get("grade_id") for c in released.cells]
+    for ex in found:
+        answer = ids.index(f"answer-{ex.number}")
+        assert ids[answer + 1] == f"exercise-{ex.number}", ids[answer:answer + 2]
+        if ex.setup:
+            assert ids[answer - 1] == f"check-{ex.number}", ids[answer - 1]
+        cell = released.cells[answer]
+        assert cell.metadata["nbgrader"]["solution"] and not cell.outputs, cell
+        assert nonblank(cell.source) == nonblank(ex.placeholder) + nonblank(ex.call)
     graders = [c for c in released.cells
                if c.metadata.get("nbgrader", {}).get("grade", False)]
     assert len(graders) == len(found), (

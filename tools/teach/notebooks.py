@@ -9,6 +9,8 @@ In the instructor version (nbgrader's "source"):
 - after each exercise comes an autograder cell whose `### BEGIN HIDDEN TESTS` region
   runs tools/teach/judge.py's verdict on the learner's names and on every held-back
   wrong answer of tests/wrong_answers/; the release keeps only its title line;
+- code in the learner's cell that is not theirs to write (the check's test, its
+  tables) moves to a cell of its own just before it;
 - every other code cell is a read-only nbgrader cell, which autograding puts back as
   it was, so a learner's edit to a check cannot change a grade.
 """
@@ -60,8 +62,32 @@ class Exercise:
 
     @property
     def placeholder(self) -> str:
-        """Return the learner cell without its check call."""
-        return _split_last(self.cell.source)[0]
+        """Return the learner's part of their cell: what binds `learner`."""
+        return _parts(_split_last(self.cell.source)[0], self.learner)[0]
+
+    @property
+    def setup(self) -> str:
+        """Return the rest of the cell before the check call: the check's own code."""
+        return _parts(_split_last(self.cell.source)[0], self.learner)[1]
+
+
+def _parts(body: str, learner: str) -> tuple[str, str]:
+    """Split `body` into (the statements that bind `learner`, the others), each
+    with the comments and blank lines above it."""
+    lines = body.split("\n")
+    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                     for line in lines)
+    mine, others, start = [], [], 0
+    for node in ast.parse(code).body:
+        end = node.end_lineno
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)
+                 and isinstance(n.ctx, ast.Store)}
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        (mine if learner in names else others).extend(lines[start:end])
+        start = end
+    mine.extend(lines[start:])  # trailing blank lines and comments
+    return "\n".join(mine), "\n".join(others).strip("\n")
 
 
 def exercises(nb: NotebookNode, path: Path) -> list[Exercise]:
@@ -118,6 +144,10 @@ def instructor_version(path: Path) -> NotebookNode:
         cell = copy.deepcopy(cell)
         if cell.cell_type == "code" and id(nb.cells[i]) in by_cell:
             ex = by_cell[id(nb.cells[i])]
+            if ex.setup:  # the check's code: read-only, so grading puts it back
+                setup = nbformat.v4.new_code_cell(ex.setup)
+                _nbgrader(setup, f"check-{ex.number}", locked=True)
+                cells.append(setup)
             gap = len(ex.placeholder) - len(ex.placeholder.rstrip("\n"))
             cell.source = "\n".join([ex.placeholder.rstrip(), BEGIN_SOLUTION,
                                      ex.solved, END_SOLUTION + "\n" * max(gap, 1)
