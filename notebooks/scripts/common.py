@@ -21,7 +21,6 @@ import json
 import os
 import sys
 import time
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -157,17 +156,7 @@ def __getattr__(name: str) -> Any:
         def __init__(self) -> None:
             super().__init__()
             self.sizes: list[tuple[str, int, int]] = []
-            self._quiet = warnings.catch_warnings()
-
-        def __enter__(self):
-            self._quiet.__enter__()  # CommDebugMode tracks modules by returning their
-            warnings.filterwarnings(  # outputs as views, which FSDP2 warns of; we
-                "ignore", message=".*returned a view tensor")  # never change them
-            return super().__enter__()
-
-        def __exit__(self, *exc) -> None:
-            super().__exit__(*exc)
-            self._quiet.__exit__(*exc)
+            self.advanced_module_tracker = _NoModules()  # workaround: see below
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             before = self.get_total_counts()
@@ -195,6 +184,26 @@ def __getattr__(name: str) -> Any:
 
     globals()["Traffic"] = Traffic  # later look-ups find it at once
     return Traffic
+
+
+class _NoModules:
+    """Stand in for CommDebugMode's tracker of modules, which counting does not need.
+
+    Its hooks turn each module's output into a view (FSDP2 warns of it), and in torch
+    2.11 they pile up over repeated forwards until one fails; so every collective is
+    counted under "Global", the name CommDebugMode gives what runs outside a module.
+    """
+
+    name, is_bw, activation_checkpointing = "Global", False, False
+
+    def __init__(self) -> None:
+        self.module_parents_dict: dict[str, set] = {"Global": set()}
+
+    def __enter__(self) -> _NoModules:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 def _short(op: Any) -> str:
