@@ -1,5 +1,5 @@
-"""Notebook 16's exact claims, from one launch of notebooks/scripts/gpt_mesh.py on 4 CPU
-processes with 1 thread each (the notebook's own launch).
+"""Notebook 16's exact claims, from one launch of notebooks/scripts/gpt_lessons.py on 4
+CPU processes with 1 thread each (the notebook's own launch).
 
 - gpt_fsdp_tp_max_param_diff: the 2 x 2 FSDP2 x TP mesh vs one process after the same
   float64 steps, largest weight difference (goal <= 1e-10).
@@ -9,7 +9,7 @@ processes with 1 thread each (the notebook's own launch).
   parameter's float32 bytes, drawn whole in float64 and cast).
 - gpt_resume_reshard_max_diff: the mesh's DCP checkpoint (weights and Adam state)
   resumed as FSDP2 on 2 ranks vs the mesh's own tensors at that step, read with
-  full_tensor(), largest difference over every tensor (goal 0: a load copies).
+  gpt_fsdp.gathered_state, largest difference over every tensor (goal 0: a load copies).
 """
 
 from __future__ import annotations
@@ -22,25 +22,28 @@ import torch
 
 from helpers.launch import torchrun
 
-SCRIPT = Path(__file__).resolve().parents[1] / "notebooks/scripts/gpt_mesh.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "notebooks/scripts/gpt_lessons.py"
 KEYS = ("gpt_fsdp_tp_max_param_diff", "gpt_meta_init_peak_ratio",
         "gpt_resume_reshard_max_diff")
 
 
 def run() -> dict[str, float]:
-    """Launch gpt_mesh.py once; return the three keys from its result files."""
+    """Launch gpt_lessons.py once; return the three keys from its result files."""
     if str(SCRIPT.parent) not in sys.path:
         sys.path.insert(0, str(SCRIPT.parent))
-    import gpt  # the scripts' own comparison
+    import common  # the scripts' own comparison and records
+    import gpt_build
     with tempfile.TemporaryDirectory() as out:
         torchrun(SCRIPT, "--out", out, "--device", "cpu", nproc=4, threads=1,
                  echo=False, timeout=600)
         mesh = [torch.load(Path(out) / f"mesh_r{r}.pt") for r in range(4)]
         two = torch.load(Path(out) / "fsdp_r0.pt")
+        builds = [common.load_record(Path(out) / f"build_r{r}.json",
+                                     gpt_build.BuildPeak) for r in range(4)]
     resumed, single = two["resume"]["dcp_k"], two["strategies"]["single"]["params"]
-    peak = max(r["build"]["meta"] / r["build"]["full"] for r in mesh)
-    saved = mesh[0]["mesh_k_state"]
-    return {"gpt_fsdp_tp_max_param_diff": gpt.max_diff(mesh[0]["mesh_k"], single),
+    peak = max(b.meta / b.full for b in builds)
+    saved, tp = mesh[0]["mesh_k_state"], common.max_diff(mesh[0]["mesh_k"], single)
+    return {"gpt_fsdp_tp_max_param_diff": tp,
             "gpt_meta_init_peak_ratio": peak,
             "gpt_resume_reshard_max_diff": max(
                 (resumed[key].double() - saved[key].double()).abs().max().item()

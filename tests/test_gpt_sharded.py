@@ -1,5 +1,6 @@
-"""Tests of notebook 16's scripts (gpt_fsdp.py, gpt_mesh.py, gpt_resume.py) in one
-process: a world of 1 runs the same code paths as the notebook's launch of 4, fast."""
+"""Tests of notebook 16's scripts (gpt_fsdp.py, gpt_build.py, gpt_mesh.py,
+gpt_resume.py) in one process: a world of 1 runs the same code paths as the
+notebook's launch of 4 (gpt_lessons.py), fast."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from conftest import NOTEBOOK_DIR
 
 SCRIPTS = NOTEBOOK_DIR / "scripts"
 sys.path.insert(0, str(SCRIPTS))  # as torchrun does: the scripts import their siblings
-gpt, fsdp, mesh_script, resume_script = (importlib.import_module(name) for name in (
-    "gpt", "gpt_fsdp", "gpt_mesh", "gpt_resume"))  # one module each, as in a launch
+NAMES = ("gpt", "common", "gpt_fsdp", "gpt_build", "gpt_mesh", "gpt_resume")  # one
+gpt, common, fsdp, build_script, mesh_script, resume_script = map(  # module each, as
+    importlib.import_module, NAMES)  # in a launch
 CFG = gpt.Config(layers=1, dim=32, heads=2)  # tiny: the same code paths, fast
 CPU = torch.device("cpu")
 
@@ -31,21 +33,28 @@ def test_meta_build_has_the_replicas_weights_and_training(group):
     assert model.head.weight is model.tok.weight, "the tie did not survive to_empty"
     assert all(hasattr(p, "device_mesh") for p in model.parameters()), "not sharded"
     ref = fsdp.replica(CFG, torch.float64, CPU)
-    assert gpt.max_diff(model, ref) == 0, "init_weights depends on the layout"
+    assert diff(model, ref) == 0, "init_weights depends on the layout"
     data = gpt.corpus()
     for m in (model, ref):
         fsdp.train(m, fsdp.adam(m), data, 2, micro=2 if m is model else 1)
-    diff = gpt.max_diff(model, ref)
-    assert diff <= gpt.TOLERANCE, f"FSDP2 vs replica after 2 steps: {diff:.1e}"
+    d = diff(model, ref)
+    assert d <= gpt.TOLERANCE, f"FSDP2 vs replica after 2 steps: {d:.1e}"
+
+
+def diff(a, b) -> float:
+    """Return the largest weight difference of two models (every rank calls it)."""
+    return common.max_diff(common.full_state(a), common.full_state(b))
 
 
 def test_traffic_counts_collectives_and_their_bytes(group):
     x = torch.ones(10, dtype=torch.float64)
-    with fsdp.Traffic() as traffic:
+    with common.Traffic() as traffic:
         dist.all_reduce(x)
         x + 1  # not a collective
-    assert traffic.calls == {"allreduce": 1}, traffic.calls
-    assert traffic.bytes == {"allreduce": 80}, traffic.bytes
+        dist.broadcast(torch.ones(3, dtype=torch.int32), src=0)
+    assert traffic.calls == {"allreduce": 1, "broadcast": 1}, traffic.calls
+    assert traffic.bytes == {"allreduce": 80, "broadcast": 12}, traffic.bytes
+    assert traffic.sizes == [("allreduce", 10, 80), ("broadcast", 3, 12)], traffic
 
 
 def test_peak_bytes_sees_a_freed_allocation():
@@ -53,7 +62,7 @@ def test_peak_bytes_sees_a_freed_allocation():
         x = torch.empty(2**18)  # 1 MiB of float32, freed on return
         del x
 
-    peak = mesh_script.peak_bytes(fn, CPU)
+    peak = build_script.peak_bytes(fn, CPU)
     assert 2**20 <= peak <= 2**20 + 2**16, f"peak {peak} B for a 1 MiB tensor"
 
 
@@ -70,12 +79,12 @@ def test_mesh_placements_tie_and_weights_after_a_step(group):
     assert placements["norm.weight"][1] == "R", placements
     ref = fsdp.replica(CFG, torch.float64, CPU)
     data = gpt.corpus()
-    with fsdp.Traffic() as traffic:  # loss_parallel's all-reduces run inside DTensor
+    with common.Traffic() as traffic:  # loss_parallel's all-reduces run inside DTensor
         fsdp.train(model, fsdp.adam(model), data, 1, loss_context=loss_parallel)
     assert traffic.calls.get("all_reduce", 0) >= 1, f"missed: {traffic.calls}"
     fsdp.train(ref, fsdp.adam(ref), data, 1)
-    diff = gpt.max_diff(model, ref)
-    assert diff <= gpt.TOLERANCE, f"mesh vs replica after a step: {diff:.1e}"
+    d = diff(model, ref)
+    assert d <= gpt.TOLERANCE, f"mesh vs replica after a step: {d:.1e}"
 
 
 def test_resume_through_dcp_gives_back_every_tensor_of_the_saved_state(group, tmp_path):
@@ -86,7 +95,7 @@ def test_resume_through_dcp_gives_back_every_tensor_of_the_saved_state(group, tm
                        ["dp"])
     opt = fsdp.adam(model)
     fsdp.train(model, opt, data, 2)
-    saved = fsdp.full_state(model, opt)  # read from the tensors, not a state_dict
+    saved = fsdp.gathered_state(model, opt)  # read from the tensors, not a state_dict
     msd, osd = get_state_dict(model, opt)
     dcp.save({"model": msd, "optim": osd}, checkpoint_id=tmp_path / "ckpt")
     fsdp.train(model, opt, data, 1, first=2)
@@ -97,18 +106,19 @@ def test_resume_through_dcp_gives_back_every_tensor_of_the_saved_state(group, tm
     assert any(key.endswith(":exp_avg_sq") for key in saved), "no Adam state read"
     unequal = [key for key in saved if not torch.equal(got[key], saved[key])]
     assert not unequal, f"DCP changed {unequal}"
-    assert gpt.max_diff(res["dcp"], model) <= gpt.TOLERANCE, "not the same run"
-    skipped = gpt.max_diff(res["dcp"], res["model_only"])
+    same = common.max_diff(res["dcp"], common.full_state(model))
+    assert same <= gpt.TOLERANCE, f"not the same run: {same:.1e}"
+    skipped = common.max_diff(res["dcp"], res["model_only"])
     assert skipped > 1e-6, f"a fresh Adam changed only {skipped:.1e}"
 
 
-def test_full_state_sees_a_changed_moment(group):
+def test_gathered_state_sees_a_changed_moment(group):
     model = fsdp.build(CFG, torch.float64, CPU, one_rank_mesh())
     opt = fsdp.adam(model)
     fsdp.train(model, opt, gpt.corpus(), 1)
-    before = fsdp.full_state(model, opt)
+    before = fsdp.gathered_state(model, opt)
     next(iter(opt.state.values()))["exp_avg"].mul_(2)  # one moment, nothing else
-    after = fsdp.full_state(model, opt)
+    after = fsdp.gathered_state(model, opt)
     unequal = [key for key in before if not torch.equal(before[key], after[key])]
     assert len(unequal) == 1 and unequal[0].endswith(":exp_avg"), unequal
 

@@ -1,26 +1,26 @@
-"""FSDP2 on gpt.py's transformer as large runs do it; gpt_mesh.py runs it on 2 ranks.
+"""FSDP2 on gpt.py's transformer as large runs do it (notebook 16, via gpt_lessons.py).
 
 Build on the `meta` device (no memory), `fully_shard` each block then the root,
 `to_empty` on the real device, then `gpt.init_weights`: no rank ever holds the whole
-model. This file holds that recipe (`build`), a counter of collectives (`Traffic`), a
-memory probe (`Memory`: the bytes of every tensor made inside it that is still alive),
-a training loop, and two lessons: `lessons` (a bf16 `MixedPrecisionPolicy`, gradient
-accumulation with `set_requires_gradient_sync`, `reshard_after_forward` True vs False,
-the bytes a rank holds after forward, backward and step under each and under DDP) and
+model. This file holds that recipe (`build`), a memory probe (`Memory`: the bytes of
+every tensor made inside it that is still alive), a training loop, and two lessons:
+`lessons` (a bf16 `MixedPrecisionPolicy`, gradient accumulation with
+`set_requires_gradient_sync`, `reshard_after_forward` True vs False, the bytes a rank
+holds after forward, backward and step under each and under DDP) and
 `strategies` (DDP, FSDP2 and one process in float64: the weights, step times,
-collectives and bytes).
+collectives and bytes). Collectives are counted by common.Traffic (PyTorch's
+CommDebugMode, plus bytes). It imports gpt.py and common.py: copy the folder.
 """
 
 from __future__ import annotations
 
 import statistics
-import time
 from contextlib import nullcontext
 
 import gpt
 import torch
 import torch.distributed as dist
-from fsdp_model import nbytes  # notebook 14's: the bytes this rank stores
+from common import Traffic, clock, full_state, nbytes
 from torch import nn
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor
@@ -46,28 +46,6 @@ def build(cfg, dtype, device, mesh, parallelize=None, seed=0, **options) -> nn.M
     return model
 
 
-class Traffic(TorchDispatchMode):
-    """Count the collectives run inside it, and their payload bytes."""
-
-    def __init__(self):
-        super().__init__()
-        self.calls, self.bytes = {}, {}
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if any(issubclass(t, DTensor) for t in types):  # modes run before subclasses:
-            return NotImplemented  # let DTensor run the collectives its ops need
-        out = func(*args, **(kwargs or {}))
-        name = func.__name__.split(".")[0].strip("_")  # e.g. allgather_base
-        if func.namespace in ("c10d", "_c10d_functional") and "wait" not in name:
-            sizes = [t.numel() * t.element_size() for t in tree_leaves((args, out))
-                     if isinstance(t, torch.Tensor)]
-            if not any(w in name for w in ("all", "reduce", "scatter", "broadcast")):
-                return out  # not a collective: a DTensor's own bookkeeping
-            self.calls[name] = self.calls.get(name, 0) + 1  # the gathered or summed
-            self.bytes[name] = self.bytes.get(name, 0) + max(sizes, default=0)  # size
-        return out
-
-
 class Memory(TorchDispatchMode):
     """Hold a weak reference to every storage an operator makes inside it; `held()`
     sums the bytes of those still alive: one probe on any device, whoever holds them
@@ -78,8 +56,8 @@ class Memory(TorchDispatchMode):
         self.refs = {}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if any(issubclass(t, DTensor) for t in types):  # as in Traffic: see the
-            return NotImplemented  # plain tensors DTensor's operators make
+        if any(issubclass(t, DTensor) for t in types):  # modes run before subclasses:
+            return NotImplemented  # see the plain tensors DTensor's operators make
         out = func(*args, **(kwargs or {}))
         if not any(r.alias_info for r in func._schema.returns):  # a new tensor, not
             for t in tree_leaves(out):  # a view or an in-place result of another
@@ -145,22 +123,25 @@ def train(model, opt, data, steps: int, first: int = 0, dp=(0, 1), micro: int = 
         x, y = (t.chunk(dp[1])[dp[0]].to(device)
                 for t in gpt.batch(data, step, BATCH, BLOCK))
         opt.zero_grad(set_to_none=True)  # at the start: a step leaves its gradients
-        sync(device)
-        t0 = time.perf_counter()
+        t0 = clock(device)
         for i, (xm, ym) in enumerate(zip(x.chunk(micro), y.chunk(micro), strict=True)):
             if hasattr(model, "set_requires_gradient_sync"):  # NEW: FSDP2's no_sync
                 model.set_requires_gradient_sync(i == micro - 1)  # reduce on the last
             with loss_context():
                 (gpt.loss_fn(model(xm), ym) / micro).backward()
         opt.step()
-        if times is not None:
-            sync(device)  # a GPU runs the step after Python queued it: wait for it
-            times.append(time.perf_counter() - t0)
+        if times is not None:  # a GPU runs the step after Python queued it: wait
+            times.append(clock(device) - t0)
 
 
-def full_state(model: nn.Module, opt) -> dict[str, torch.Tensor]:
+def gathered_state(model: nn.Module, opt) -> dict[str, torch.Tensor]:
     """Return every parameter and its Adam state (`name`, `name:exp_avg`, ...) as full
-    CPU tensors, gathered from the tensors themselves (no state_dict API)."""
+    CPU tensors, gathered from the tensors themselves.
+
+    Hand-written on purpose, not `get_state_dict`: notebook 16 proves that DCP, which
+    saves and loads through that API, gives every tensor back, so the proof reads the
+    tensors another way. Plain weights to compare: common.full_state.
+    """
     def whole(t):
         return (t.full_tensor() if isinstance(t, DTensor) else t).detach().cpu().clone()
 
@@ -170,11 +151,6 @@ def full_state(model: nn.Module, opt) -> dict[str, torch.Tensor]:
         out.update({f"{name}:{key}": whole(torch.as_tensor(v))
                     for key, v in opt.state.get(p, {}).items()})
     return out
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
 
 
 def gpu_peak(device: torch.device, reset: bool = False) -> int | None:
@@ -227,7 +203,7 @@ def lessons(cfg, data, device, mesh, rank, world, steps) -> dict:
     opt = adam(model)  # (strategies() trains the same steps in one)
     with Traffic() as traffic:
         train(model, opt, data, steps, dp=(rank, world), micro=4)
-    res["accumulate"] = {"params": gpt.full_params(model), "calls": traffic.calls}
+    res["accumulate"] = {"params": full_state(model), "calls": traffic.calls}
     f32 = torch.float32  # §4, §7: DDP; ZeRO-3; full weights kept; sync off, 2 micro
     make = {"ddp": lambda: ddp(replica(cfg, f32, device), mesh.get_group()),
             "zero3": lambda: build(cfg, f32, device, mesh, reshard_after_forward=True),
@@ -258,7 +234,7 @@ def strategies(cfg, data, device, mesh, rank, world, steps) -> dict:
         with Traffic() as traffic:  # the first step: counted, and a warm-up
             train(model, opt, data, 1, dp=dp)
         train(model, opt, data, steps - 1, first=1, dp=dp, times=times)
-        res[name] = {"params": gpt.full_params(getattr(model, "module", model)),
+        res[name] = {"params": full_state(model),  # DDP's, FSDP2's: every rank
                      "step_s": statistics.median(times), "samples": times,
                      "traffic": traffic.bytes, "calls": traffic.calls,
                      "bytes": state_bytes(model, opt), "peak": gpu_peak(device)}

@@ -1,28 +1,36 @@
 """Resume gpt_mesh.py's checkpoint (2 x 2 mesh, step k) on another layout: FSDP2 alone.
 
+    torchrun --standalone --nproc-per-node=2 gpt_resume.py --out build/gpt
+
 DCP saved every rank's shards of the model and of Adam's state by name, with the
 global shapes and placements; `get_state_dict` on the new model asks for the shards
 that *this* layout needs, `dcp.load` reads just those, and `set_state_dict` puts them
 in place. The resumed weights and Adam state, gathered from the tensors themselves
-(`full_state`, no state_dict API), are returned to be compared with the mesh's own at
-step k; then it trains `m` more steps. A second resume loads the model only (a fresh
-Adam), which is not the same run. Called by gpt_mesh.py.
+(`gpt_fsdp.gathered_state`, no state_dict API), are returned to be compared with the
+mesh's own at step k; then it trains `m` more steps. A second resume loads the model
+only (a fresh Adam), which is not the same run. Called by gpt_lessons.py (notebook 16);
+it imports gpt.py, gpt_fsdp.py and common.py: copy the folder, not this file.
 """
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import gpt
 import torch
+import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from gpt_fsdp import adam, build, full_state, train
+from common import full_state, leave, setup
+from gpt_fsdp import adam, build, gathered_state, train
 from torch.distributed.checkpoint.state_dict import (
     get_model_state_dict,
     get_state_dict,
     set_model_state_dict,
     set_state_dict,
 )
+from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.elastic.multiprocessing.errors import record
 
 
 def resume(cfg, data, device, mesh, dp, ckpt: str, k: int, m: int) -> dict:
@@ -41,7 +49,28 @@ def resume(cfg, data, device, mesh, dp, ckpt: str, k: int, m: int) -> dict:
             msd = get_model_state_dict(model)
             dcp.load({"model": msd}, checkpoint_id=ckpt, process_group=group)
             set_model_state_dict(model, msd)
-        res[f"{how}_k"] = full_state(model, opt)  # to compare with the mesh's own
+        res[f"{how}_k"] = gathered_state(model, opt)  # to compare with the mesh's
         train(model, opt, data, m, first=k, dp=dp)
-        res[how] = gpt.full_params(model)
+        res[how] = full_state(model)
     return res
+
+
+@record  # a crashing rank's error reaches torchrun, and the launcher's message
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", required=True, help="the folder of gpt_mesh.py's ckpt")
+    p.add_argument("--steps", type=int, default=3, help="the step it was saved at")
+    p.add_argument("--more", type=int, default=2, help="steps to train on")
+    p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    args = p.parse_args(argv)
+    device = setup(args.device)
+    rank, world, out = dist.get_rank(), dist.get_world_size(), Path(args.out)
+    mesh = init_device_mesh(device.type, (world,))  # FSDP2 alone, on every rank
+    res = resume(gpt.Config(), gpt.corpus(), device, mesh, (rank, world),
+                 out / "ckpt", args.steps, args.more)
+    torch.save(res, out / f"resume_r{rank}.pt")
+    leave()
+
+
+if __name__ == "__main__":
+    main()
