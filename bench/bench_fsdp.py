@@ -16,8 +16,8 @@ alternating their steps so that background load hits both alike, and reports:
 
 from __future__ import annotations
 
-import json
 import statistics
+import sys
 import tempfile
 from pathlib import Path
 
@@ -43,36 +43,39 @@ def _bytes(memory: dict[str, int]) -> int:
     return sum(memory.values())
 
 
-def _launch(out: Path) -> dict:
-    """Run the script once; return its results for 2 ranks."""
+def _launch(out: Path):
+    """Run the script once; return its record for 2 ranks (a fsdp_train.Compared)."""
+    if str(SCRIPT.parent) not in sys.path:  # the record's class, as the script has it
+        sys.path.insert(0, str(SCRIPT.parent))
+    import common
+    import fsdp_train
+
     torchrun(SCRIPT, "--out", out, "--timed", TIMED, "--device", "cpu",
              nproc=2, threads=1, echo=False, timeout=600)
-    return json.loads((out / "fsdp_w2.json").read_text())
+    return common.load_record(out / "fsdp_w2.json", fsdp_train.Compared)
 
 
 def run() -> dict[str, float | int | str | list]:
     """Return FSDP2's bytes, weight difference and step time relative to DDP."""
     with tempfile.TemporaryDirectory() as out:
         runs = interleave({"fsdp_train": lambda: _launch(Path(out))})["fsdp_train"]
-    f32 = [r["float32"] for r in runs]
     print(show("FSDP2 vs DDP on the CPU, fsdp_train.py: time per step",
-               {k: [r[k]["step_s"] for r in f32] for k in ("fsdp", "ddp")}))
+               {k: [statistics.median(r.step_s[k]) for r in runs]
+                for k in ("fsdp", "ddp")}))
     ratios = [statistics.median(pair_ratios(  # the steps that ran side by side
-        f["fsdp"]["step_samples"], f["ddp"]["step_samples"])) for f in f32]
+        r.step_s["fsdp"], r.step_s["ddp"])) for r in runs]
     print(describe("FSDP2 / DDP step", ratios))
     last = runs[-1]
     return {
-        "fsdp_cpu_param_bytes_ratio": _bytes(last["float32"]["fsdp"]["memory"])
-        / _bytes(last["float32"]["ddp"]["memory"]),
-        "fsdp_cpu_max_param_diff": max(r["float64"]["fsdp"]["max_diff_single"]
-                                       for r in runs),
-        "fsdp_cpu_max_param_diff_float32": max(r["fsdp"]["max_diff_single"]
-                                               for r in f32),
+        "fsdp_cpu_param_bytes_ratio": _bytes(last.memory["fsdp"])
+        / _bytes(last.memory["ddp"]),
+        "fsdp_cpu_max_param_diff": max(r.max_diff_single for r in runs),
+        "fsdp_cpu_max_param_diff_float32": max(r.max_diff_single_f32 for r in runs),
         **ratio_entry("fsdp_cpu_step_ratio", ratios),
-        "fsdp_cpu_ms_per_step_fsdp": statistics.median(1e3 * f["fsdp"]["step_s"]
-                                                       for f in f32),
-        "fsdp_cpu_ms_per_step_ddp": statistics.median(1e3 * f["ddp"]["step_s"]
-                                                      for f in f32),
-        "fsdp_cpu_workload": f"{last['params']} parameters, batch 32, Adam, "
+        "fsdp_cpu_ms_per_step_fsdp": statistics.median(
+            1e3 * statistics.median(r.step_s["fsdp"]) for r in runs),
+        "fsdp_cpu_ms_per_step_ddp": statistics.median(
+            1e3 * statistics.median(r.step_s["ddp"]) for r in runs),
+        "fsdp_cpu_workload": f"{last.params} parameters, batch 32, Adam, "
                              f"{TIMED} timed steps, {PAIRS} runs",
     }

@@ -1,31 +1,29 @@
-"""The model, batches and byte counts that fsdp_train.py and its siblings share: a
-seeded MLP of residual blocks, FSDP2's `shard`, helpers that read DTensors (the
-part a process stores, the full tensor, how a weight is split over the ranks), and
-`Collectives`, which records the size of each collective as it runs.
+"""The sharding family's shared file (notebook 14): a seeded MLP of residual blocks,
+FSDP2's `shard`, this rank's batch, a trainer, and readers of what a rank holds.
+
+fsdp_train.py, fsdp_variants.py, fsdp_checkpoint.py and fsdp_tp_mlp.py import it, and
+common.py; copy the whole folder, not one file.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
 import torch
 import torch.distributed as dist
+from common import Traffic, clock, nbytes, setup
 from torch import nn
+from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torch.distributed.fsdp import fully_shard
 from torch.distributed.tensor import DTensor
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_leaves
-
-try:  # the public home since torch 2.6
-    from torch.distributed.fsdp import fully_shard
-except ImportError:  # older torch kept FSDP2 in a private module
-    from torch.distributed._composable.fsdp import fully_shard
 
 # the largest weight difference FSDP2 may show, in float64, against one process and
 # DDP after the same steps: notebook 14 and tests/test_fsdp_script.py assert it
 TOLERANCE = 1e-10
 
 
-class Block(nn.Module):
+class ResidualBlock(nn.Module):
     """A residual MLP block: x + W2 gelu(W1 x), the shape of a transformer's MLP."""
 
     def __init__(self, dim: int):
@@ -37,12 +35,12 @@ class Block(nn.Module):
         return x + self.down(nn.functional.gelu(self.up(x)))
 
 
-class Net(nn.Module):
+class ResidualMLP(nn.Module):
     """`depth` blocks and a linear head with 8 classes (divisible by 1, 2, 4 ranks)."""
 
     def __init__(self, dim: int = 256, depth: int = 4, classes: int = 8):
         super().__init__()
-        self.blocks = nn.ModuleList(Block(dim) for _ in range(depth))
+        self.blocks = nn.ModuleList(ResidualBlock(dim) for _ in range(depth))
         self.head = nn.Linear(dim, classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -51,14 +49,42 @@ class Net(nn.Module):
         return self.head(x)
 
 
+def add_model_args(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add the options every lesson of this family reads: model, batch, device."""
+    p.add_argument("--out", required=True, help="folder for the results")
+    p.add_argument("--dim", type=int, default=256, help="width of the blocks")
+    p.add_argument("--depth", type=int, default=4, help="number of blocks")
+    p.add_argument("--batch-size", type=int, default=32,
+                   help="global batch size, split evenly over the processes")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--steps", type=int, default=3, help="steps before the timed ones")
+    p.add_argument("--timed", type=int, default=5, help="timed steps of each model")
+    p.add_argument("--threads", type=int,
+                   default=int(os.environ.get("OMP_NUM_THREADS", "1")),
+                   help="CPU threads per process")
+    p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
+                   help="auto: one GPU per process if there are enough, else CPU")
+    return p
+
+
+def join(args: argparse.Namespace) -> tuple[torch.device, DeviceMesh]:
+    """Join the process group (common.setup); return the device and a 1-D mesh."""
+    torch.set_num_threads(args.threads)
+    device = setup(args.device)
+    if args.batch_size % dist.get_world_size():
+        raise SystemExit(f"--batch-size {args.batch_size} must divide by the "
+                         f"{dist.get_world_size()} ranks")
+    return device, init_device_mesh(device.type, (dist.get_world_size(),))  # NEW
+
+
 def build(args: argparse.Namespace, dtype: torch.dtype, device: torch.device,
-          seed: int = 0) -> Net:
+          seed: int = 0) -> ResidualMLP:
     """Return the seeded model: the same weights in every process."""
     torch.manual_seed(seed)
-    return Net(args.dim, args.depth).to(device=device, dtype=dtype)
+    return ResidualMLP(args.dim, args.depth).to(device=device, dtype=dtype)
 
 
-def shard(model: Net, mesh, **options) -> Net:  # NEW
+def shard(model: ResidualMLP, mesh, **options) -> ResidualMLP:  # NEW
     """Apply FSDP2: each block is one unit, then the root takes what is left."""
     for block in model.blocks:  # NEW: one all-gather per block, just in time
         fully_shard(block, mesh=mesh, **options)  # NEW
@@ -77,26 +103,52 @@ def batch(step: int, args: argparse.Namespace, dtype: torch.dtype,
     return x[part].to(device), y[part].to(device)
 
 
-def local(t: torch.Tensor) -> torch.Tensor:
-    """Return the part of `t` that this process stores (its shard, for a DTensor)."""
-    return t.to_local() if isinstance(t, DTensor) else t
+class Trainer:
+    """One model and its Adam optimizer, stepping on this rank's batches."""
+
+    def __init__(self, model: nn.Module, args, dtype, device, rank, world):
+        self.model, self.args, self.dtype, self.device = model, args, dtype, device
+        self.rank, self.world, self.steps, self.times = rank, world, 0, []
+        self.opt = torch.optim.Adam(model.parameters(), lr=args.lr)
+        self.held_after_forward = 0  # bytes of full (unsharded) weights kept
+        self.gathered_forward = 0  # bytes the first forward's all-gathers returned
+
+    def step(self, timed: bool = False) -> None:
+        """Run forward, backward and the optimizer on the next batch."""
+        x, y = batch(self.steps, self.args, self.dtype, self.device, self.rank,
+                     self.world)
+        self.opt.zero_grad(set_to_none=True)
+        t0 = clock(self.device)
+        if self.steps == 0:  # the same every step; measured once, never timed
+            with Traffic() as seen:  # the tensors the all-gathers returned
+                out = self.model(x)
+            self.gathered_forward = sum(b for kind, b in seen.bytes.items()
+                                        if "gather" in kind)
+            self.held_after_forward = nbytes(  # plain tensors are unsharded weights
+                [p for p in self.model.parameters() if not isinstance(p, DTensor)])
+        else:
+            out = self.model(x)
+        nn.functional.cross_entropy(out.float(), y).backward()  # FSDP reduce-scatters
+        self.opt.step()  # FSDP: Adam updates only this rank's shard
+        if timed:
+            self.times.append(clock(self.device) - t0)
+        self.steps += 1
 
 
-def nbytes(tensors) -> int:
-    """Return the bytes this process stores for `tensors`."""
-    return sum(local(t).numel() * local(t).element_size() for t in tensors)
+def race(trainers: dict[str, Trainer], steps: int, timed: int, group) -> None:
+    """Step the models in turn, `steps` then `timed` timed: load hits them alike."""
+    for i in range(steps + timed):
+        for trainer in trainers.values():
+            dist.barrier(group)  # every rank starts each step together
+            trainer.step(timed=i >= steps)
 
 
-def full_params(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Return every full parameter on the CPU; DTensor shards are all-gathered."""
-    model = getattr(model, "module", model)  # DDP's wrapped model: the same names
-    return {name: (p.full_tensor() if isinstance(p, DTensor) else p).detach().cpu()
-            for name, p in model.named_parameters()}
-
-
-def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
-    """Return the largest |a - b| over all parameters."""
-    return max((v - b[k]).abs().max().item() for k, v in a.items())
+def alone(args, dtype: torch.dtype, device: torch.device, steps: int) -> Trainer:
+    """Train the reference: one process, the whole batch, the same steps."""
+    single = Trainer(build(args, dtype, device), args, dtype, device, 0, 1)
+    for _ in range(steps):
+        single.step()
+    return single
 
 
 def memory(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
@@ -109,37 +161,11 @@ def memory(model: nn.Module, opt: torch.optim.Optimizer) -> dict[str, int]:
     state = [v for s in opt.state.values() for v in s.values()
              if isinstance(v, torch.Tensor)]
     return {"params": nbytes(params),
-            "grads": nbytes(p.grad for p in params if p.grad is not None),
+            "grads": nbytes([p.grad for p in params if p.grad is not None]),
             "optimizer": nbytes(state)}
 
 
-class Collectives(TorchDispatchMode):
-    """Record each collective run inside it as (name, elements, bytes) of its largest
-    tensor: the gathered output of an all-gather, the summed tensor of an all-reduce.
-    It sees the tensors that travel, not what the model holds; DTensor's too."""
-
-    def __init__(self):
-        super().__init__()
-        self.calls: list[tuple[str, int, int]] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if any(issubclass(t, DTensor) for t in types):  # let DTensor run its ops:
-            return NotImplemented  # the collectives they need come back here
-        out = func(*args, **(kwargs or {}))
-        name = func.__name__.split(".")[0].strip("_")  # e.g. allgather_base, all_reduce
-        if (func.namespace in ("c10d", "_c10d_functional") and "wait" not in name
-                and any(w in name for w in ("all", "reduce", "scatter"))):
-            big = max((t for t in tree_leaves((args, out))
-                       if isinstance(t, torch.Tensor)), key=torch.Tensor.numel)
-            self.calls.append((name, big.numel(), big.numel() * big.element_size()))
-        return out
-
-    def sizes(self, kind: str, unit: int = 2) -> list[int]:
-        """Return the elements (unit=1) or bytes (unit=2) of each call named `kind`."""
-        return [call[unit] for call in self.calls if kind in call[0].replace("_", "")]
-
-
-def describe(model: Net, rank: int, mesh) -> dict:
+def describe(model: ResidualMLP, rank: int, mesh) -> dict:
     """Print how the first block's weight is split: placements and local shapes."""
     w = model.blocks[0].up.weight
     shapes: list = [None] * mesh.size()
