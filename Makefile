@@ -23,12 +23,17 @@ NB_RUN := --nbval-current-env --nbval-cell-timeout=300
 NBVAL  := --nbval $(NB_RUN) --nbval-sanitize-with tests/sanitize.cfg
 
 .PHONY: help setup lab test lint unit nbval outputs bench badges html test-browser \
+        release grade \
         test-gpu setup-compat test-compat setup-floor test-floor clean
 
 help:
 	@echo "make lab      set up, then open the course in JupyterLab (ARGS=... passes options)"
 	@echo "make test     set up, then run ruff, unit and hygiene tests, and nbval"
+	@echo "make unit     the fast loop: every test that starts no process (under a minute)"
 	@echo "make outputs  re-execute every notebook in place (what make test checks)"
+	@echo "make release  the student release without solutions (nbgrader): build/teach/"
+	@echo "make grade SUBMISSIONS=dir  autograde dir/<student>/NN_x.ipynb"
+	@echo "                   -> build/teach/gradebook.csv"
 	@echo "make bench    run the benchmarks and write bench/results.json"
 	@echo "make html     export the executed course to site/"
 	@echo "make badges   rewrite Colab badges and setup cells from pyproject.toml"
@@ -52,6 +57,24 @@ $(STAMP): $(BIN)/python requirements.txt pyproject.toml
 	    2> >(grep -v "^WARNING: Location" >&2)
 	$(BIN)/python -m pip install $(PIP_FLAGS) --no-deps -e .
 	touch $@
+
+# The teacher's kit (TEACHING.md): nbgrader, installed into .venv once, on top.
+TEACH_STAMP := $(VENV)/.installed-teach
+SUBMISSIONS ?=
+TIMEOUT     ?= 600
+
+$(TEACH_STAMP): $(STAMP) requirements-teach.txt
+	$(BIN)/python -m pip install $(PIP_FLAGS) -r requirements-teach.txt \
+	    2> >(grep -v "^WARNING: Location" >&2)
+	touch $@
+
+release: $(TEACH_STAMP)
+	$(BIN)/python -m tools.teach release $(NOTEBOOKS)
+
+grade: $(TEACH_STAMP)
+	@[[ -n "$(SUBMISSIONS)" ]] || { echo "make grade needs SUBMISSIONS=folder:" \
+	    "one folder per student, holding their NN_name.ipynb files" >&2; exit 2; }
+	$(BIN)/python -m tools.teach grade "$(SUBMISSIONS)" --timeout $(TIMEOUT)
 
 # Colab's pair, the oldest the course supports: Python 3.13 and the torch Colab ships
 # (requirements-compat.txt), in a second venv. Everything else as in requirements.txt.
@@ -136,13 +159,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 
 # The fast loop: every test that starts no process (marked `slow` otherwise).
-unit: $(STAMP)
+unit: $(STAMP) $(TEACH_STAMP)
 	$(BIN)/pytest tests --ignore=tests/browser -m "not slow" -p no:nbval --durations=10
 
 nbval: $(STAMP)
 	$(BIN)/pytest $(NBVAL) $(NOTEBOOKS) --durations=0
 
-test: $(STAMP)
+test: $(STAMP) $(TEACH_STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/pytest tests --ignore=tests/browser $(NOTEBOOKS) $(NBVAL) --durations=0
 
