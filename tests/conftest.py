@@ -55,6 +55,7 @@ def load_script(path: Path) -> ModuleType:
         sys.path.insert(0, str(path.parent))
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass looks its module up while it is made
     spec.loader.exec_module(module)
     return module
 
