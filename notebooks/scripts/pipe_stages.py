@@ -43,10 +43,18 @@ def as_events(rows: Iterable[Sequence]) -> list[Event]:
     return [Event(*row) for row in rows]
 
 
+def out_folder(path: str) -> Path:
+    """Return `path` as a folder that exists, made with its parents if missing."""
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def stage_parser(description: str) -> argparse.ArgumentParser:
     """Return a parser with the options every pipeline script takes."""
     p = argparse.ArgumentParser(description=description.split("\n")[0])
-    p.add_argument("--out", required=True, help="folder for the results")
+    p.add_argument("--out", required=True, type=out_folder,
+                   help="folder for the results (made if missing)")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--image", type=int, default=64, help="image height and width")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
