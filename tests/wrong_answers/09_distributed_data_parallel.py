@@ -25,6 +25,11 @@ WRONG = {
         + "    order = torch.randperm(len(data), generator=torch.Generator()"
         ".manual_seed(seed + epoch)).tolist()\n"
         "    return DataLoader(order[rank::world], batch_size=batch // world)",
+        # right only where the ranks divide the batch: each share rounded up
+        _HEAD
+        + "    sampler = DistributedSampler(data, world, rank, seed=seed)\n"
+        "    sampler.set_epoch(epoch)\n"
+        "    return DataLoader(data, batch_size=-(-batch // world), sampler=sampler)",
         # right only at 2 ranks: the share of the batch hard-coded
         _HEAD
         + "    sampler = DistributedSampler(data, world, rank, seed=seed)\n"
@@ -101,5 +106,6 @@ WRONG = {
         "answer = 0.25  # divided, not multiplied",
         "answer = 16  # the squared norm's factor",
         "answer = 64  # the batch, not the micro-batches",
-        "answer = 8  # twice the micro-batches"],
+        "answer = 8  # twice the micro-batches",
+        "answer = '4'  # a string, not a number"],
 }
