@@ -141,6 +141,7 @@ def __getattr__(name: str) -> Any:
     """Define `Traffic` on first use: DTensor's import costs the DDP scripts time."""
     if name != "Traffic":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from torch.distributed.tensor import DTensor
     from torch.distributed.tensor.debug import CommDebugMode
     from torch.utils._pytree import tree_leaves
 
@@ -159,6 +160,10 @@ def __getattr__(name: str) -> Any:
             self.advanced_module_tracker = _NoModules()  # workaround: see below
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if any(issubclass(t, DTensor) for t in types):  # DTensor runs its ops and
+                return NotImplemented  # their collectives come back here, as plain ones
+            if getattr(func, "namespace", None) not in _COLLECTIVES:  # compute: run it,
+                return func(*args, **(kwargs or {}))  # skip CommDebugMode's log of ops
             before = self.get_total_counts()
             out = super().__torch_dispatch__(func, types, args, kwargs)
             if self.get_total_counts() > before:  # CommDebugMode counted a collective
@@ -184,6 +189,11 @@ def __getattr__(name: str) -> Any:
 
     globals()["Traffic"] = Traffic  # later look-ups find it at once
     return Traffic
+
+
+# the operator namespaces of the collectives CommDebugMode counts; a step runs
+# thousands of others, and CommDebugMode logs each one, doubling a step's time
+_COLLECTIVES = ("c10d", "_c10d_functional", "c10d_functional", "_dtensor")
 
 
 class _NoModules:
