@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["Event", "idle_fraction", "overlap_time"]
+__all__ = ["idle_fraction", "overlap_time"]  # Event: a type alias, for annotations
 
 # A bar of a timeline: notebooks/scripts/pipe_stages.py's `Event`, the one definition (a
 # NamedTuple: stage, kind, micro, start, end; the scripts cannot import helpers/), or a
