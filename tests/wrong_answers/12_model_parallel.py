@@ -85,6 +85,16 @@ WRONG = {
         "    t = benchmark(lambda: stage(inp).sum().backward(), device=inp.device,\n"
         "                  warmup=1, repeats=5)\n"
         "    return stage.weight.numel() + stage.bias.numel(), t.median",
+        # right only on a CPU: the CPU's clock, whatever device the stage is on
+        "def stage_profile(stage, inp):\n"
+        "    t = benchmark(lambda: stage(inp).sum().backward(), device='cpu',\n"
+        "                  warmup=1, repeats=5)\n"
+        "    return sum(p.numel() for p in stage.parameters()), t.median",
+        # right only for stage 1: dev0, not the device of stage 2 (dev1)
+        "def stage_profile(stage, inp):\n"
+        "    t = benchmark(lambda: stage(inp).sum().backward(), device=dev0,\n"
+        "                  warmup=1, repeats=5)\n"
+        "    return sum(p.numel() for p in stage.parameters()), t.median",
     ],
     2: [  # our cut after layer1, not after layer2
         "def split_after_layer2(model):\n"
@@ -212,5 +222,10 @@ WRONG = {
         _COPY + "    t = timer(lambda: (a.to(dev1).to(dev0), synchronize(dev1)),\n"
         "              device=dev0)\n"
         "    return a.numel() * a.element_size() / 2**30 / t.median",
+        # right only at the notebook's IMAGE: the cut shape (64, 8, 8) hard-coded
+        "def copy_bandwidth(batch, timer=benchmark):\n"
+        "    a = torch.randn(batch, 64, 8, 8, device=dev0)\n"
+        "    buf = torch.empty_like(a, device=dev1)\n" + _TIMED +
+        "    return batch * 64 * 8 * 8 * 4 / 2**30 / t.median",
     ],
 }
