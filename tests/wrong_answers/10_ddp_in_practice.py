@@ -28,7 +28,15 @@ _BACK = ("    for g, part in zip(grads, bucket.split([g.numel() for g in grads])
          "        g.copy_(part.view_as(g))")
 
 WRONG = {
-    1: [  # a strided share of its own, ignoring the sampler's (shuffled) share
+    1: [  # a skipped point: no torch.no_grad(), so autograd records the evaluation
+        "def local_counts(model, data, sampler):\n"
+        "    idx = torch.tensor(list(sampler))\n"
+        "    real = sampler.rank + sampler.num_replicas * torch.arange(len(idx)) "
+        "< len(data)\n"
+        "    x, y = data[idx[real]]\n"
+        "    right = (model(x).argmax(1) == y).sum()\n"
+        "    return torch.stack([right, real.sum()])",
+        # a strided share of its own, ignoring the sampler's (shuffled) share
         "def local_counts(model, data, sampler):\n"
         "    idx = torch.arange(sampler.rank, len(data), sampler.num_replicas)\n"
         "    x, y = data[idx]\n"
