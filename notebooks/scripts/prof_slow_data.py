@@ -3,7 +3,7 @@
 Notebook 07 times DataLoader workers on it. It lives in a file, not in the notebook,
 because a worker started with "spawn" (the default on macOS and Windows) or
 "forkserver" (Linux from Python 3.14) imports the data set's class by name, and
-cannot import one defined in a notebook. Copy the whole folder, not this file.
+cannot import one defined in a notebook. It needs only torch, so it works alone.
 """
 
 from __future__ import annotations

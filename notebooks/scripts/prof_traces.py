@@ -7,7 +7,7 @@ A row is a CPU thread or a GPU stream; depth is how deeply an event nests inside
 on its row (a `record_function` label at 0, the ops it calls at 1, ...); an event's
 phase is the label around it. prof_step.py reads its traces with complete_events.
 Notebooks 06, 07 and 11 read and draw traces with it. It is the profiling family's
-shared file; it uses only the standard library. Copy the whole folder, not this file.
+shared file; it uses only the standard library, so it also works alone.
 """
 
 from __future__ import annotations

@@ -40,6 +40,12 @@ WRONG[3] = [
     "    return round(load_ms / compute_ms)  # rounds to the nearest",
     "def workers_needed(load_ms, compute_ms):\n"
     "    return math.ceil(compute_ms / load_ms) if load_ms else 0  # upside down",
+    # right only at whole milliseconds: the integer ceiling idiom
+    "def workers_needed(load_ms, compute_ms):\n"
+    "    return int((load_ms + compute_ms - 1) // compute_ms)",
+    # the right number as a float, which num_workers refuses
+    "def workers_needed(load_ms, compute_ms):\n"
+    "    return float(math.ceil(load_ms / compute_ms))",
 ]
 WRONG[2] += [
     # adds to the last batch: right only while the captured tensor holds zeros
