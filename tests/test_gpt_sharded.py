@@ -57,6 +57,20 @@ def test_traffic_counts_collectives_and_their_bytes(group):
     assert traffic.sizes == [("allreduce", 10, 80), ("broadcast", 3, 12)], traffic
 
 
+def test_gpu_peak_counts_from_the_reset_above_what_was_held():
+    assert fsdp.gpu_reset(CPU) == 0 and fsdp.gpu_peak(CPU) is None, "a CPU has no peak"
+    if not torch.cuda.is_available():
+        return  # the rest needs a CUDA GPU
+    dev = torch.device("cuda")
+    kept = torch.ones(2**20, device=dev)  # 4 MiB alive before the reset: not counted
+    held = fsdp.gpu_reset(dev)
+    freed = torch.ones(2**18, device=dev)  # 1 MiB, freed before the peak is read
+    del freed
+    peak = fsdp.gpu_peak(dev, held)
+    assert peak == 2**20, f"peak {peak} B above what was held, expected {2**20} B"
+    del kept
+
+
 def test_peak_bytes_sees_a_freed_allocation():
     def fn():
         x = torch.empty(2**18)  # 1 MiB of float32, freed on return

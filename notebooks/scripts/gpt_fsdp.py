@@ -14,6 +14,7 @@ CommDebugMode, plus bytes). It imports gpt.py and common.py: copy the folder.
 
 from __future__ import annotations
 
+import gc
 import statistics
 from contextlib import nullcontext
 
@@ -153,14 +154,20 @@ def gathered_state(model: nn.Module, opt) -> dict[str, torch.Tensor]:
     return out
 
 
-def gpu_peak(device: torch.device, reset: bool = False) -> int | None:
-    """Return this GPU's most bytes allocated since the last reset (None on a CPU)."""
+def gpu_reset(device: torch.device) -> int:
+    """Reset this GPU's peak; return the bytes allocated now (0 on a CPU)."""
+    if device.type != "cuda":
+        return 0
+    gc.collect()  # what nothing refers to any more is freed before the count
+    torch.cuda.reset_peak_memory_stats(device)
+    return torch.cuda.memory_allocated(device)
+
+
+def gpu_peak(device: torch.device, held: int = 0) -> int | None:
+    """Return this GPU's most bytes at once since the reset, less `held` (CPU: None)."""
     if device.type != "cuda":
         return None
-    peak = torch.cuda.max_memory_allocated(device)
-    if reset:
-        torch.cuda.reset_peak_memory_stats(device)
-    return peak
+    return torch.cuda.max_memory_allocated(device) - held
 
 
 def adam(model: nn.Module) -> torch.optim.Optimizer:
@@ -228,7 +235,8 @@ def strategies(cfg, data, device, mesh, rank, world, steps) -> dict:
         if name == "single" and rank != 0:
             continue  # rank 1 waits at the last barrier: rank 0 trains alone
         dp = (0, 1) if name == "single" else (rank, world)
-        gpu_peak(device, reset=True)
+        model = opt = None  # the last strategy's model, gradients and Adam state go
+        held = gpu_reset(device)  # from here: this strategy's peak, above what is left
         model, times = fn(), []
         opt = adam(model)
         with Traffic() as traffic:  # the first step: counted, and a warm-up
@@ -237,6 +245,6 @@ def strategies(cfg, data, device, mesh, rank, world, steps) -> dict:
         res[name] = {"params": full_state(model),  # DDP's, FSDP2's: every rank
                      "step_s": statistics.median(times), "samples": times,
                      "traffic": traffic.bytes, "calls": traffic.calls,
-                     "bytes": state_bytes(model, opt), "peak": gpu_peak(device)}
+                     "bytes": state_bytes(model, opt), "peak": gpu_peak(device, held)}
     dist.barrier(group)
     return res

@@ -26,7 +26,15 @@ import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from common import Traffic, full_state, leave, nbytes, setup
-from gpt_fsdp import adam, build, gathered_state, gpu_peak, state_bytes, train
+from gpt_fsdp import (
+    adam,
+    build,
+    gathered_state,
+    gpu_peak,
+    gpu_reset,
+    state_bytes,
+    train,
+)
 from torch.distributed.checkpoint.state_dict import get_state_dict
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.elastic.multiprocessing.errors import record
@@ -93,20 +101,21 @@ def run(args: argparse.Namespace, device: torch.device) -> dict:
     mesh = init_device_mesh(device.type, (2, 2), mesh_dim_names=("dp", "tp"))  # NEW
     dp = (mesh["dp"].get_local_rank(), 2)  # which half of the batch this rank takes
     cfg, data, k = gpt.Config(), gpt.corpus(), args.steps
+    held = gpu_reset(device)  # from here: the mesh's peak, build included, as §8's
     model = build(cfg, torch.float64, device, mesh["dp"],  # NEW: FSDP2 over "dp"
                   parallelize=lambda m: tensor_parallel(m, mesh["tp"]))  # NEW
     opt = adam(model)
     res = {"steps": k, "placements": {n: [str(pl) for pl in q.placements]
                                       for n, q in model.named_parameters()},
            "local": nbytes(model.parameters())}
-    times, _ = [], gpu_peak(device, reset=True)  # from here: the mesh's peak
+    times = []
     with Traffic() as traffic:  # the first step: counted, and a warm-up
         train(model, opt, data, 1, dp=dp, loss_context=loss_parallel)  # NEW
     train(model, opt, data, k - 1, first=1, dp=dp, loss_context=loss_parallel,
           times=times)
     res["mesh"] = {"step_s": statistics.median(times), "samples": times,
                    "traffic": traffic.bytes, "calls": traffic.calls,
-                   "bytes": state_bytes(model, opt), "peak": gpu_peak(device)}
+                   "bytes": state_bytes(model, opt), "peak": gpu_peak(device, held)}
     res["mesh_k"] = full_state(model)  # every rank gathers the 2-D shards
     res["mesh_k_state"] = gathered_state(model, opt)  # weights and Adam, by hand
     msd, osd = get_state_dict(model, opt)  # NEW: this rank's shards, by name
