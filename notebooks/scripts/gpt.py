@@ -27,8 +27,7 @@ from torch.utils.checkpoint import checkpoint
 
 __all__ = ["Config", "GPT", "Block", "Attention", "MLP", "init_weights", "corpus",
            "corpus_pin", "batch", "loss_fn", "count_params", "flops_per_token",
-           "TOLERANCE", "full_params", "max_diff", "PINNED", "RECOMPUTE", "DATASHEET",
-           "datasheet_peak"]
+           "TOLERANCE", "PINNED", "RECOMPUTE", "DATASHEET", "datasheet_peak"]
 
 TOLERANCE = 1e-10  # float64: the largest weight difference two strategies may show
 # "attention" redoes the whole attention sub-layer (norm1, q/k/v, RoPE, the attention
@@ -311,20 +310,3 @@ def datasheet_peak(name: str, dtype: torch.dtype) -> float | None:
             kind, tflops = DATASHEET[key]
             return tflops * 1e12 if kind == dtype else None
     return None
-
-
-def full_params(model: nn.Module) -> dict[str, torch.Tensor]:
-    """Return a CPU copy of each parameter by plain name, gathered if a DTensor."""
-    out = {}
-    for name, p in model.named_parameters():
-        full = p.full_tensor() if hasattr(p, "full_tensor") else p
-        out[_plain(name)] = full.detach().cpu().clone()
-    return out
-
-
-def max_diff(a, b) -> float:
-    """Return the largest absolute difference of two models or `full_params` dicts."""
-    a = a if isinstance(a, dict) else full_params(a)
-    b = b if isinstance(b, dict) else full_params(b)
-    assert a.keys() == b.keys(), f"different parameters: {sorted(a.keys() ^ b.keys())}"
-    return max((a[k].double() - b[k].double()).abs().max().item() for k in a)
