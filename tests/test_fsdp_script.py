@@ -84,6 +84,7 @@ def test_fsdp_equals_one_process_and_ddp(two_ranks):
     assert r.max_diff_single <= TOLERANCE, r
     assert r.max_diff_ddp <= TOLERANCE, r
     assert r.ddp_max_diff_single <= TOLERANCE, r
+    assert (r.world, r.steps_f64) == (2, 2), f"{r.world} ranks, {r.steps_f64} steps"
     assert r.max_diff_single_f32 <= 1e-5, r
     assert len(r.step_s["fsdp"]) == len(r.step_s["ddp"]) == 1, r.step_s
 

@@ -61,6 +61,7 @@ class Compared:
     ddp_max_diff_single: float | None = None  # float64: DDP vs one process
     max_diff_single_f32: float | None = None  # float32: FSDP2 vs one process
     max_diff_ddp_f32: float | None = None  # float32: FSDP2 vs DDP
+    steps_f64: int = 0  # float64 steps before max_diff_single and max_diff_ddp
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -110,7 +111,8 @@ def run(args: argparse.Namespace, device: torch.device, mesh) -> Compared:
         step_s={n: runs[n].times for n in ("fsdp", "ddp")},
         max_diff_single=d64.get("single"), max_diff_ddp=d64.get("ddp"),
         ddp_max_diff_single=d64.get("ddp_single"),
-        max_diff_single_f32=d32.get("single"), max_diff_ddp_f32=d32.get("ddp"))
+        max_diff_single_f32=d32.get("single"), max_diff_ddp_f32=d32.get("ddp"),
+        steps_f64=0 if args.one_step else args.steps)
     if rank == 0:
         save_record(Path(args.out) / f"fsdp_w{world}.json", result)
         d, n, kind = ((d32, steps, "float32") if args.one_step else
