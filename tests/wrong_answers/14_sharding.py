@@ -18,7 +18,7 @@ WRONG = {
         # the GPU this machine has (or none), not the exercise's 80 GiB
         "answer = 0.7 * (torch.cuda.get_device_properties(0).total_memory if "
         "torch.cuda.is_available() else 16 * 2**30) * 12 / 16",
-        # an H100's 79.6 GiB (cell 4's comment), not the exercise's 80 GiB: 0.5 % low
+        # 79.6 GiB, not the exercise's 80 GiB: 0.5 % low
         "answer = 0.7 * 79.6 * 2**30 * 12 / 16",
         # rounded down too far: 44.9 billion fills 99.6 % of the 70 %
         "answer = 44.9e9",
@@ -73,5 +73,8 @@ WRONG = {
         "answer = 12 * 512",
         # up's per-rank width (4 x dim / 2) times the batch
         "answer = 24 * 1024",
+        # float32 bytes, and bf16 bytes: counted in bytes, not values
+        "answer = 24 * 512 * 4",
+        "answer = 24 * 512 * 2  # bf16",
     ],
 }
