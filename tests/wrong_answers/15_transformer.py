@@ -86,6 +86,8 @@ WRONG = {
         # the fused kernels' 14·L·T·D; HFU's recomputed weights without attention's
         "answer = round(100 * 4e4 * (6 * 1.3e9 + 14 * 24 * 4096 * 2048) / 989e12, 1)",
         "answer = round(100 * 4e4 * (8 * 1.3e9 + 12 * 24 * 4096 * 2048) / 989e12, 1)",
+        # the width read as the context: lands on the same number as half the scores
+        "answer = round(100 * 4e4 * (6 * 1.3e9 + 12 * 24 * 2048 * 2048) / 989e12, 1)",
         # right value, not rounded as asked (gets its own hint)
         f"answer = 100 * 40_000 * {_PER} / 989e12",
         f"answer = round(100 * 40_000 * {_PER} / 989e12, 2)",
