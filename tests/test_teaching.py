@@ -21,9 +21,8 @@ from unittest import mock
 
 import pytest
 
-if importlib.util.find_spec("nbval") is None:  # the floor lane: no Jupyter at all
-    pytest.skip("no Jupyter stack: the teacher's kit runs on nbgrader",
-                allow_module_level=True)
+pytest.importorskip("nbformat",  # the floor lane: no Jupyter at all
+                    reason="no Jupyter stack: the teacher's kit runs on nbgrader")
 
 import nbformat  # noqa: E402
 from conftest import NOTEBOOKS, ROOT  # noqa: E402
