@@ -44,7 +44,9 @@ def build_site(notebooks: list[Path], out: Path, *sphinx_args: str) -> int:
             if scripts.is_dir() and not (src / "scripts").exists():
                 shutil.copytree(scripts, src / "scripts",
                                 ignore=shutil.ignore_patterns("__pycache__"))
-        status = build_main(["-b", "html", "-q", "-j", "auto", "-c", str(CONF),
+        # One process: Sphinx's -j forks workers, which can deadlock when the caller
+        # already runs threads (torch's, under pytest), and 18 pages need no more.
+        status = build_main(["-b", "html", "-q", "-c", str(CONF),
                              "-d", str(Path(tmp, "doctrees")), *sphinx_args,
                              str(src), str(html)])
         if status == 0:
