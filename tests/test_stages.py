@@ -182,11 +182,14 @@ def test_script_model_has_our_resnet14_shapes():
     assert got == [p.shape for p in _resnet("group").parameters()]
 
 
-def test_script_stage_parser_has_the_shared_options(monkeypatch):
+def test_script_stage_parser_has_the_shared_options(monkeypatch, tmp_path):
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
-    args = script_stages.stage_parser("demo").parse_args(["--out", "d", "--batch", "8"])
+    out = tmp_path / "new" / "d"  # --out is made with its parents, as the scripts write
+    args = script_stages.stage_parser("demo").parse_args(["--out", str(out), "--batch",
+                                                          "8"])
     assert (args.out, args.batch, args.image, args.threads, args.device) == (
-        "d", 8, 64, 3, "auto")
+        out, 8, 64, 3, "auto")
+    assert out.is_dir(), f"{out} was not made"
 
 
 def _backend_lines(run) -> list[str]:
