@@ -43,7 +43,7 @@ def build_site(notebooks: list[Path], out: Path, *sphinx_args: str) -> int:
             scripts = nb.parent / "scripts"
             if scripts.is_dir() and not (src / "scripts").exists():
                 shutil.copytree(scripts, src / "scripts",
-                                ignore=shutil.ignore_patterns("__pycache__"))
+                                ignore=shutil.ignore_patterns("__pycache__", "*.md"))
         # One process: Sphinx's -j forks workers, which can deadlock when the caller
         # already runs threads (torch's, under pytest), and 18 pages need no more.
         status = build_main(["-b", "html", "-q", "-c", str(CONF),
