@@ -8,7 +8,6 @@ import copy
 import sys
 from importlib import import_module  # a record's class: a dataclass needs its module
 
-import matplotlib.pyplot as plt
 import pytest
 import torch
 import torch.nn.functional as F
@@ -23,7 +22,6 @@ from helpers.models import (
     split_stages,
     training_memory,
 )
-from helpers.plotting import plot_timeline
 from helpers.stages import idle_fraction, overlap_time
 
 SCRIPTS = NOTEBOOK_DIR / "scripts"
@@ -103,27 +101,6 @@ def test_overlap_time_counts_both_stages_busy():
     events = [(0, "F", 0, 0.0, 1.0), (0, "F", 1, 1.0, 2.0), (1, "F", 0, 1.5, 3.0)]
     assert overlap_time(events) == 0.5
     assert overlap_time(events[:2]) == 0
-
-
-def test_plot_timeline_draws_one_chart_per_timeline():
-    events = [(0, "F", 0, 0.0, 0.01), (1, "F", 0, 0.01, 0.02), (1, "B", 0, 0.02, 0.04),
-              (0, "B", 0, 0.04, 0.05)]
-    fig = plot_timeline({"a": events, "b": events[:2]}, title="t")
-    assert len(fig.axes) == 2 and "idle 50%" in fig.axes[1].get_title()
-    assert tuple(fig.get_size_inches()) == (7, 4) and fig.dpi == 100
-    plt.close(fig)
-
-
-def test_plot_timeline_labels_every_bar_even_short_ones():
-    # one long backward and very short forwards, as stage 2 has with small batches
-    events = [(0, "F", i, i * 0.01, i * 0.01 + 0.009) for i in range(4)]
-    events += [(1, "F", i, 0.04 + i * 0.2, 0.041 + i * 0.2) for i in range(4)]
-    events += [(1, "B", i, 0.041 + i * 0.2, 0.2 + i * 0.2) for i in range(4)]
-    fig = plot_timeline({"t": events})
-    labels = sorted(t.get_text() for t in fig.axes[0].texts)
-    assert labels == sorted(f"{e[1]}{e[2]}" for e in events)
-    assert min(t.get_fontsize() for t in fig.axes[0].texts) >= 10
-    plt.close(fig)
 
 
 def test_training_memory_adam_is_16_bytes_per_parameter():
