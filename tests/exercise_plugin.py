@@ -4,7 +4,10 @@
   tests/wrong_answers/NN_name.py, and must say "not yet";
 - under strict nbval, each cell that launches processes runs a second time, and must
   give the same stored output (the same lesson when a learner runs it again), before
-  the cells that read its results;
+  the cells that read its results. A launch cell that first removes its whole output
+  folder (`shutil.rmtree`) runs once: a second run starts from the state the first
+  did, and what the launcher itself leaves behind (ports, processes) is proved by the
+  launch cells that do run twice;
 - after each solution tagged `timing`, its exercise and solution run again
   LOAD_REPEATS times with a busy process on every core, and the solution must still
   be right: a timing lesson must hold on a learner's laptop with a browser open.
@@ -53,6 +56,13 @@ def is_launch(cell) -> bool:
                                for line in cell.source.split("\n"))).body
     return not all(isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Import,
                                      ast.ImportFrom)) for node in body)
+
+
+def starts_fresh(cell) -> bool:
+    """True for a launch cell that removes its output folder before it launches."""
+    code = "\n".join(line.split("#")[0] for line in cell.source.split("\n"))
+    launch = LAUNCH.search(code)
+    return launch is not None and "shutil.rmtree(" in code[:launch.start()]
 
 
 def wrong_answers(notebook: Path) -> dict[int, list[str]]:
@@ -155,7 +165,8 @@ def pytest_collection_modifyitems(session, config, items):
             continue
         tags = item.cell.metadata.get("tags", [])
         strict = bool(item.parent.compare_outputs)  # --nbval, not --nbval-lax
-        if strict and item.cell.cell_type == "code" and is_launch(item.cell):
+        if (strict and item.cell.cell_type == "code" and is_launch(item.cell)
+                and not starts_fresh(item.cell)):
             added.append(RunAgain.from_parent(
                 item.parent, name=f"{item.name} run again", cell_num=item.cell_num,
                 cell=item.cell, options=item.options))

@@ -142,3 +142,17 @@ def test_a_wrong_answer_cannot_leave_torchs_global_state_behind(capsys):
     assert torch.zeros(1).device.type == "cpu", "the default device stayed meta"
     assert torch.is_grad_enabled() and torch.get_default_dtype() == torch.float32
     assert "answer" not in namespace, "the wrong answer bound the learner's name"
+
+
+@pytest.mark.parametrize("source, runs_twice", [
+    ("shutil.rmtree(OUT, ignore_errors=True)\nrun = torchrun('s.py', OUT)", False),
+    ("(OUT / 'a.pt').unlink(missing_ok=True)\nrun = torchrun('s.py', OUT)", True),
+    ("run = torchrun('s.py', OUT)\nshutil.rmtree(OUT)", True),  # after: no help
+    ("# shutil.rmtree(OUT) is not called\nrun = torchrun('s.py', '--out', OUT)", True),
+])
+def test_only_a_launch_that_starts_from_an_empty_folder_runs_once(source, runs_twice):
+    from exercise_plugin import is_launch, starts_fresh
+
+    cell = nbformat.v4.new_code_cell(source)
+    assert is_launch(cell)
+    assert (not starts_fresh(cell)) is runs_twice, source
