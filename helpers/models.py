@@ -72,6 +72,7 @@ def diabetes_split(test_size: float = 0.2, seed: int = 0) -> tuple[torch.Tensor,
 
 def make_resnet(num_classes: int = 10, norm: str = "batch", seed: int = 0) -> ResNet:
     """Return a seeded, untrained ResNet-18 less layer4: ResNet-14 (notebooks 12-14)."""
+    # torchvision's, cut by name in 12-14; scripts/pipe_stages.py: the same in torch
     from torchvision.models import resnet18
 
     if norm not in ("batch", "group"):

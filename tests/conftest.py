@@ -7,7 +7,6 @@ import contextlib
 import importlib.util
 import io
 import json
-import socket
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -31,17 +30,12 @@ def cell_sources(path: Path) -> dict[str, str]:
     return {c["id"]: "".join(c["source"]) for c in cells}
 
 
-def free_port() -> int:
-    """Return a TCP port that is free on this machine now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture
 def group():
     """A one-process gloo group in this process, left again afterwards."""
     import torch.distributed as dist
+
+    from helpers.launch import free_port  # here: the hygiene tests import no torch
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_port()}",
                             rank=0, world_size=1)

@@ -1,17 +1,16 @@
-"""Tests of notebook 11's scripts: their parts in one process, then one 3-rank run."""
+"""Tests of notebook 11's scripts: their parts in one process, then one 3-rank run
+of comm_collectives.py under the recorder of test_p2p_order.py, read twice: its
+results, and its point-to-point order replayed as nccl would run it. Notebook 11
+launches comm_lessons.py (all five lessons) and asserts what they print."""
 
 from __future__ import annotations
 
 import json
 import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 import torch
 from conftest import NOTEBOOK_DIR, load_script
-
-from helpers.launch import torchrun
 
 SCRIPTS = NOTEBOOK_DIR / "scripts"
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Linux")
@@ -25,6 +24,26 @@ def coll():
 @pytest.fixture(scope="module")
 def buckets():
     return load_script(SCRIPTS / "comm_buckets.py")
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_script(SCRIPTS / "comm_model.py")
+
+
+@pytest.fixture(scope="module")
+def overlap():
+    return load_script(SCRIPTS / "comm_overlap.py")
+
+
+@pytest.fixture(scope="module")
+def squeeze():
+    return load_script(SCRIPTS / "comm_compress.py")
+
+
+@pytest.fixture(scope="module")
+def join():
+    return load_script(SCRIPTS / "comm_join.py")
 
 
 def test_busbw_factor_is_nccl_tests_all_reduce_factor(coll):
@@ -51,13 +70,13 @@ def _event(name, ts, dur, **extra):
     return {"ph": "X", "name": name, "ts": ts, "dur": dur, **extra}
 
 
-def test_overlap_fraction_counts_comm_time_inside_backward_only(buckets):
+def test_overlap_fraction_counts_comm_time_inside_backward_only(overlap):
     fn = "autograd::engine::evaluate_function: AddmmBackward0"
     label = {"cat": "user_annotation"}
     cpu = {"traceEvents": [_event("backward", 0, 100, **label), _event(fn, 10, 40),
                            _event("gloo:all_reduce", 30, 40),  # 20 of 40 inside
                            _event("gloo:all_reduce", 60, 20)]}  # after compute
-    assert buckets.overlap_fraction(cpu) == pytest.approx(20 / 60)
+    assert overlap.overlap_fraction(cpu) == pytest.approx(20 / 60)
     launch = {"cat": "cuda_runtime", "args": {"correlation": 7}}
     gpu = {"traceEvents": [
         _event("backward", 50, 5, cat="gpu_user_annotation"),  # the GPU's copy
@@ -65,85 +84,117 @@ def test_overlap_fraction_counts_comm_time_inside_backward_only(buckets):
         _event("gemm", 20, 30, cat="kernel", args={"correlation": 7}),
         _event("late_copy", 90, 10, cat="kernel", args={"correlation": 8}),
         _event("ncclDevKernel_AllReduce", 40, 20, cat="kernel", args={})]}
-    assert buckets.overlap_fraction(gpu) == pytest.approx(10 / 20)
+    assert overlap.overlap_fraction(gpu) == pytest.approx(10 / 20)
 
 
-def test_seen_buckets_match_the_cap(buckets, group):
-    x, y = buckets.batch(32, 8, 0, torch.device("cpu"))
+def test_seen_buckets_match_the_cap(buckets, model, group):
+    x, y = model.batch(32, 8, 0, torch.device("cpu"))
     for cap_mb, count in ((4096 / 2**20, 4), (8192 / 2**20, 2), (25, 1)):
-        model = buckets.make_model(layers=4, width=32)  # 4 KiB + 128 B per layer
-        ddp = buckets.wrap(model, torch.device("cpu"), cap_mb)
+        mlp = model.make_model(layers=4, width=32)  # 4 KiB + 128 B per layer
+        ddp = model.wrap(mlp, torch.device("cpu"), cap_mb)
         seen = buckets.seen_buckets(ddp, x, y)
         assert [i for i, _ in seen] == list(range(count)), (cap_mb, seen)
-        assert sum(b for _, b in seen) == sum(
-            p.numel() * 4 for p in model.parameters())
+        assert sum(b for _, b in seen) == sum(p.numel() * 4 for p in mlp.parameters())
 
 
-def test_count_bytes_adds_up_what_all_reduce_is_given(buckets, group):
+def test_count_bytes_adds_up_what_all_reduce_is_given(squeeze, group):
     sent = []
-    fake = buckets.count_bytes(sent)
+    fake = squeeze.count_bytes(sent)
     fake(torch.zeros(3, dtype=torch.bfloat16))
     fake(torch.zeros(2))
     assert sent == [6, 8]
 
 
+@pytest.fixture(scope="module")
+def three_ranks(tmp_path_factory):
+    """One 3-rank launch of comm_collectives.py under the recorder (3 ranks: the
+    ring's chunks of 1001 elements are uneven)."""
+    from test_p2p_order import recorded
+
+    out = tmp_path_factory.mktemp("comm")
+    calls, _ = recorded(out, "comm_collectives.py", "--device", "cpu", "--max-kib", "4",
+                     "--ring-numel", "1001", nproc=3)
+    return load_script(SCRIPTS / "common.py").load_record(
+        out / "collectives.json", load_script(SCRIPTS / "comm_collectives.py")
+        .Collectives), calls
+
+
 @pytest.mark.slow
 @linux_only
-def test_three_ranks_run_the_collectives_and_the_ring(tmp_path):
-    torchrun(SCRIPTS / "comm_collectives.py", "--out", tmp_path, "--device", "cpu",
-             "--max-kib", 4, "--ring-numel", 1001, nproc=3, echo=False, timeout=120)
-    held = json.loads((tmp_path / "collectives.json").read_text())
-    before = torch.tensor(held["all_reduce"]["before"])
-    assert held["all_reduce"]["after"] == [before.sum(0).tolist()] * 3
-    assert held["reduce_scatter"]["after"] == [[v] for v in before.sum(0).tolist()]
-    bw = json.loads((tmp_path / "bandwidth.json").read_text())
-    ring = bw["ring"]
-    assert abs(ring["sent"] - 2 * 2 / 3 * 1001 * 4) <= 2 * 2 * 4, ring  # uneven chunks
-    assert ring["max_diff"] <= 1e-6 * ring["max_abs"], ring
-    rows = bw["sweeps"]["gloo"]
-    assert [r["bytes"] for r in rows] == [1024, 4096]
-    assert all(r["busbw"] == pytest.approx(r["algbw"] * 4 / 3) for r in rows)
+def test_three_ranks_run_the_collectives_and_the_ring(three_ranks):
+    held = three_ranks[0].held
+    before = torch.tensor(held["all_reduce"].before)
+    assert held["all_reduce"].after == [before.sum(0).tolist()] * 3
+    assert held["reduce_scatter"].after == [[v] for v in before.sum(0).tolist()]
+    ring = three_ranks[0].ring
+    assert abs(ring.sent - 2 * 2 / 3 * 1001 * 4) <= 2 * 2 * 4, ring  # uneven chunks
+    assert ring.max_diff <= 1e-6 * ring.max_abs, ring
+    rows = three_ranks[0].sweeps["gloo"]
+    assert [r.bytes for r in rows] == [1024, 4096]
+    assert all(r.busbw == pytest.approx(r.algbw * 4 / 3) for r in rows)
 
 
-def test_an_earlier_runs_flight_record_is_not_left_as_this_runs(buckets, group,
+@pytest.mark.slow
+@linux_only
+def test_the_ring_all_reduce_of_notebook_11_runs_on_nccl(three_ranks):
+    from test_p2p_order import count, replay
+
+    programs = three_ranks[1]
+    assert all(count(calls, "batch") == 2 * 2 for calls in programs.values()), (
+        "a 3-rank ring makes 2 (3 - 1) grouped steps on every rank")
+    said = replay(programs)
+    assert said is None, said
+
+
+def test_a_record_with_a_renamed_field_fails_naming_it(tmp_path):
+    common = load_script(SCRIPTS / "common.py")
+    coll = load_script(SCRIPTS / "comm_collectives.py")
+    rec = coll.Collectives(2, "gloo", "cpu", {"reduce": coll.Held([[1.0]], [None])},
+                           coll.Ring(1, 4, 4, 0.0, 1.0), 1.0,
+                           {"gloo": [coll.Row(1024, 1.0, [1.0], 1.0, 1.0)]})
+    common.save_record(tmp_path / "c.json", rec)
+    assert common.load_record(tmp_path / "c.json", coll.Collectives) == rec
+    body = json.loads((tmp_path / "c.json").read_text())
+    body["sweeps"]["gloo"][0]["bus_bw"] = body["sweeps"]["gloo"][0].pop("busbw")
+    (tmp_path / "c.json").write_text(json.dumps(body))
+    with pytest.raises(KeyError, match=r"\['bus_bw', 'busbw'\].*Row"):
+        common.load_record(tmp_path / "c.json", coll.Collectives)
+
+
+def test_an_earlier_runs_flight_record_is_not_left_as_this_runs(model, join, group,
                                                                 tmp_path):
     stale = tmp_path / "fr_rank0.json"
     stale.write_text('[{"collective_seq_id": 99, "profiling_name": "stale"}]')
-    base = buckets.make_model(layers=2, width=8)
-    result = buckets.uneven(base, torch.device("cpu"), 8, 4, 5.0, tmp_path)
-    assert result["hang"] is None and result["join_rank_spread"] == 0, result
+    base = model.make_model(layers=2, width=8)
+    result = join.uneven(base, torch.device("cpu"), 8, 4, 5.0, tmp_path)
+    assert result.hang is None and result.join_rank_spread == 0, result
     assert not stale.exists() or "stale" not in stale.read_text(), stale.read_text()
 
 
-def test_compression_sends_bfloat16_on_every_device(buckets, group):
-    base = buckets.make_model(layers=2, width=8)
-    got = buckets.compress(base, torch.device("cpu"), 8, 4, steps=2)
-    assert set(got) == {"float32", "bfloat16", "weight_rel_diff"}, got
-    assert got["bfloat16"]["bytes_per_step"] * 2 == got["float32"]["bytes_per_step"]
-    src = (SCRIPTS / "comm_buckets.py").read_text()
+def test_compression_sends_bfloat16_on_every_device(model, squeeze, group):
+    base = model.make_model(layers=2, width=8)
+    got = squeeze.compress(base, torch.device("cpu"), 8, 4, steps=2)
+    assert got.bfloat16.bytes_per_step * 2 == got.float32.bytes_per_step, got
+    src = (SCRIPTS / "comm_compress.py").read_text()
     assert "is_bf16_supported" not in src.replace(
-        "torch.cuda.is_bf16_supported is about computing", ""), (
+        "torch.cuda.is_bf16_supported is\nabout computing", ""), (
         "is_bf16_supported is about computing in bf16, not about nccl sending it")
 
 
-def test_bucket_caps_are_timed_without_a_python_hook(buckets, group, monkeypatch):
+def test_bucket_caps_are_timed_without_a_python_hook(buckets, group, monkeypatch,
+                                                     tmp_path):
     timed = []
     monkeypatch.setattr(buckets, "time_caps", lambda models, *a, **k: (
         timed.extend(models.values()), {c: [0.0] for c in models})[1])
-    monkeypatch.setattr(buckets, "profile_step", lambda *a, **k: None)
-    monkeypatch.setattr(buckets, "compress", lambda *a, **k: {})
-    monkeypatch.setattr(buckets, "uneven", lambda *a, **k: {})
-    monkeypatch.setattr(buckets, "overlap_fraction", lambda trace: 0.0)
     hooked = []
     real = buckets.seen_buckets
     monkeypatch.setattr(buckets, "seen_buckets", lambda m, x, y: (
         hooked.append(m), real(m, x, y))[1])
-    monkeypatch.setattr(buckets, "setup", lambda device: torch.device("cpu"))
-    monkeypatch.setattr(buckets.dist, "destroy_process_group", lambda: None)
-    out = Path(tempfile.mkdtemp())
-    for name in ("ddp", "by_hand"):
-        (out / f"trace_{name}.json").write_text("{}")
-    buckets.main(["--out", str(out), "--layers", "2", "--width", "8",
-                  "--caps", "0.0001,25"])
+    args = load_script(SCRIPTS / "comm_model.py").parse_args(
+        "", ["--out", str(tmp_path), "--layers", "2", "--width", "8",
+             "--caps", "0.0001,25"])
+    got = buckets.run(args, torch.device("cpu"))
     assert len(timed) == 2 and not any(m in hooked for m in timed), (
         "the timed models must not be the ones a Python comm hook was put on")
+    assert got == load_script(SCRIPTS / "common.py").load_record(
+        tmp_path / "buckets.json", buckets.Buckets)

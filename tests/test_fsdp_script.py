@@ -10,9 +10,9 @@ import warnings
 import pytest
 import torch
 import torch.distributed.checkpoint as dcp
-from conftest import NOTEBOOK_DIR, foreign_imports, free_port
+from conftest import NOTEBOOK_DIR, foreign_imports
 
-from helpers.launch import torchrun
+from helpers.launch import free_port, torchrun
 
 SCRIPTS = NOTEBOOK_DIR / "scripts"
 RUNNER = SCRIPTS / "fsdp_lessons.py"

@@ -361,62 +361,25 @@ def test_replay_flags_unmatched_and_mismatched_messages():
 
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "notebooks" / "scripts"
-TINY = ["--batch", "6", "--image", "16", "--repeats", "1", "--device", "cpu"]
-
-
-def _recorded(tmp_path: Path, script: str, *args: object, nproc: int = 2
-              ) -> dict[int, list[dict]]:
-    """Run a course script under gloo with the recorder; return each rank's calls."""
+def recorded(out: Path, script: str, *args: object, nproc: int = 2):
+    """Run a course script under gloo with the recorder, its results in `out`;
+    return each rank's calls and the launch. Its launches live with the script's
+    tests (test_stages.py, test_comm_scripts.py), which read one launch twice: the
+    script's results, and `replay` of its calls."""
     from helpers.launch import torchrun
 
-    calls = tmp_path / "calls"
+    calls = out / "calls"
     calls.mkdir()
-    torchrun(__file__, calls, SCRIPTS / script, "--out", tmp_path, *args,
-             nproc=nproc, echo=False, timeout=300)
-    return {r: json.loads((calls / f"rank{r}.json").read_text()) for r in range(nproc)}
+    launch = torchrun(__file__, calls, SCRIPTS / script, "--out", out, *args,
+                      nproc=nproc, echo=False, timeout=300)
+    return {r: json.loads((calls / f"rank{r}.json").read_text())
+            for r in range(nproc)}, launch
 
 
-def _count(calls: list[dict], op: str) -> int:
+def count(calls: list[dict], op: str) -> int:
+    """Return how many of a rank's recorded calls are (or hold) an `op`."""
     return sum(c["op"] == op or any(o["op"] == op for o in c.get("ops", ()))
                for c in calls)
-
-
-slow = __import__("pytest").mark.slow  # launches processes: make unit skips it
-linux_only = __import__("pytest").mark.skipif(sys.platform != "linux",
-                                               reason="torchrun on Linux")
-
-
-@slow
-@linux_only
-def test_pipe_two_stages_order_runs_on_nccl(tmp_path):
-    programs = _recorded(tmp_path, "pipe_two_stages.py", *TINY, "--check-images", "4")
-    assert _count(programs[1], "recv") >= 3 and _count(programs[0], "send") >= 3, (
-        "the recorder saw too few sends and receives")
-    said = replay(programs)
-    assert said is None, said
-
-
-@slow
-@linux_only
-def test_pipe_manual_and_the_library_schedules_order_runs_on_nccl(tmp_path):
-    programs = _recorded(tmp_path, "pipe_manual.py", *TINY, "--splits", "6,2",
-                         "--check-images", "4", "--check-split", "1", "--rounds", "1",
-                         "--schedules", "2")
-    assert _count(programs[1], "batch") >= 4, "the library's batched ops were not seen"
-    assert _count(programs[1], "recv") >= 3 + 4, "too few receives recorded"
-    said = replay(programs)
-    assert said is None, said
-
-
-@slow
-@linux_only
-def test_the_ring_all_reduce_of_notebook_11_runs_on_nccl(tmp_path):
-    programs = _recorded(tmp_path, "comm_collectives.py", "--device", "cpu",
-                         "--max-kib", "4", "--ring-numel", "1000", nproc=4)
-    assert all(_count(calls, "batch") == 2 * 3 for calls in programs.values()), (
-        "a 4-rank ring makes 2 (4 - 1) grouped steps on every rank")
-    said = replay(programs)
-    assert said is None, said
 
 
 if __name__ == "__main__":

@@ -1,6 +1,9 @@
 """Tests of helpers.stages, the ResNet stages in helpers.models, notebooks/scripts/
-pipe_stages.py and the three pipeline scripts that notebooks 12 and 13 launch. The
-two-stage and pipelined ResNets live in notebooks 12 and 13, which assert them."""
+pipe_stages.py and the pipeline scripts that notebooks 12 and 13 launch. The
+two-stage and pipelined ResNets live in notebooks 12 and 13, which assert them.
+
+Two launches, each under the recorder of test_p2p_order.py and read twice: the
+script's results, and its point-to-point order replayed as nccl would run it."""
 
 from __future__ import annotations
 
@@ -14,7 +17,6 @@ import torch.nn.functional as F
 from conftest import NOTEBOOK_DIR, load_script
 from torch import nn
 
-from helpers.launch import torchrun
 from helpers.models import (
     STAGE_TOLERANCE,
     make_resnet,
@@ -170,20 +172,40 @@ def test_script_stage_parser_has_the_shared_options(monkeypatch, tmp_path):
 
 
 def _backend_lines(run) -> list[str]:
-    # --device auto: nccl with a GPU per stage where there are two, else gloo
-    backend = "nccl" if torch.cuda.device_count() >= 2 else "gloo"
+    # the recorded launches run on the CPU (--device cpu): gloo
     lines = [line for rank in (0, 1) for line in run.lines(rank)
              if line.startswith("stage ")]
     assert len(lines) == 2, lines
-    assert all(line.endswith(f"over {backend}") for line in lines), lines
+    assert all(line.endswith("over gloo") for line in lines), lines
     return lines
+
+
+def _launch(tmp_path_factory, script: str, *args: str):
+    """One recorded 2-rank launch of `script` on the CPU: (out, calls, launch)."""
+    from test_p2p_order import recorded
+
+    out = tmp_path_factory.mktemp(script.split(".")[0])
+    calls, launch = recorded(out, script, *TINY, "--device", "cpu", *args)
+    return out, calls, launch
+
+
+@pytest.fixture(scope="module")
+def two_stages(tmp_path_factory):
+    return _launch(tmp_path_factory, "pipe_two_stages.py", "--check-images", "4")
+
+
+@pytest.fixture(scope="module")
+def lessons(tmp_path_factory):
+    # pipe_manual.py, then pipe_schedules.py on its batch, in one launch
+    return _launch(tmp_path_factory, "pipe_lessons.py", "--splits", "6,2",
+                   "--check-images", "4", "--check-split", "1", "--rounds", "2",
+                   "--chunks", "3")
 
 
 @pytest.mark.slow
 @linux_only
-def test_mp_script_matches_the_whole_model(tmp_path):
-    run = torchrun(SCRIPTS / "pipe_two_stages.py", "--out", tmp_path, *TINY,
-                   "--check-images", "4", echo=False, timeout=120)
+def test_mp_script_matches_the_whole_model(two_stages):
+    tmp_path, _, run = two_stages
     _backend_lines(run)
     result = load_record(tmp_path / "mp.json",
                          import_module("pipe_two_stages").TwoStages)
@@ -196,11 +218,20 @@ def test_mp_script_matches_the_whole_model(tmp_path):
 
 @pytest.mark.slow
 @linux_only
-def test_pipe_manual_script_matches_the_whole_model(tmp_path):
-    # --schedules: the same launch then runs pipe_schedules.py's check_and_time
-    run = torchrun(SCRIPTS / "pipe_manual.py", "--out", tmp_path, *TINY, "--splits",
-                   "6,2", "--check-images", "4", "--check-split", "1", "--rounds", "2",
-                   "--schedules", "3", echo=False, timeout=120)
+def test_pipe_two_stages_order_runs_on_nccl(two_stages):
+    from test_p2p_order import count, replay
+
+    programs = two_stages[1]
+    assert count(programs[1], "recv") >= 3 and count(programs[0], "send") >= 3, (
+        "the recorder saw too few sends and receives")
+    said = replay(programs)
+    assert said is None, said
+
+
+@pytest.mark.slow
+@linux_only
+def test_pipe_lessons_match_the_whole_model(lessons):
+    tmp_path, _, run = lessons
     _backend_lines(run)
     sweep = load_record(tmp_path / "pipe.json",
                         import_module("pipe_manual").Sweep)
@@ -214,8 +245,16 @@ def test_pipe_manual_script_matches_the_whole_model(tmp_path):
     _assert_schedules_match(tmp_path, checked=6, repeats=3)  # 2 per micro-batch
 
 
-def _load_pipe_schedules():
-    return load_script(SCRIPTS / "pipe_schedules.py")
+@pytest.mark.slow
+@linux_only
+def test_pipe_manual_and_the_library_schedules_order_runs_on_nccl(lessons):
+    from test_p2p_order import count, replay
+
+    programs = lessons[1]
+    assert count(programs[1], "batch") >= 4, "the library's batched ops were not seen"
+    assert count(programs[1], "recv") >= 3 + 4, "too few receives recorded"
+    said = replay(programs)
+    assert said is None, said
 
 
 def _assert_schedules_match(out, checked: int, repeats: int):
@@ -233,10 +272,5 @@ def _assert_schedules_match(out, checked: int, repeats: int):
         assert diff < STAGE_TOLERANCE, f"{name}: logits differ by {diff:.1e}"
 
 
-@pytest.mark.slow
-@linux_only
-def test_pipe_schedules_script_matches_the_whole_model(tmp_path):
-    run = torchrun(SCRIPTS / "pipe_schedules.py", "--out", tmp_path, *TINY,
-                   "--chunks", "2", echo=False, timeout=120)
-    _backend_lines(run)
-    _assert_schedules_match(tmp_path, checked=4, repeats=1)  # 2 per micro-batch
+# pipe_schedules.py alone (its own main, --chunks 2): notebook 13 launches it only
+# through pipe_lessons.py, whose launch above runs its check_and_time.

@@ -8,25 +8,69 @@ to collectives.json. Then a ring all-reduce built from isend/irecv (a reduce-sca
 then an all-gather) is compared with dist.all_reduce, counting the bytes each rank
 sends. Last, all-reduces from 1 KiB to 64 MiB are timed (medians) and written as the
 nccl-tests report them: algbw = bytes / time, busbw = algbw x 2(N-1)/N, with one
-rank's memory-copy bandwidth beside them (bandwidth.json). With one GPU per rank the
-default group is nccl and a second, gloo group sweeps CPU tensors too. Notebook 11
-runs it. Copy the whole folder, not this file: it imports common.py.
+rank's memory-copy bandwidth beside them. With one GPU per rank the default group is
+nccl and a second, gloo group sweeps CPU tensors too. Rank 0 writes one
+`Collectives` record to collectives.json. Notebook 11 runs it through
+comm_lessons.py. Copy the whole folder, not this file: it imports common.py and
+comm_model.py.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from common import clock, setup
+from comm_model import KIB, parse_args
+from common import clock, leave, save_record, setup
 from torch.distributed.elastic.multiprocessing.errors import record
 
-KIB = 1024
 SIZES = [KIB * 4**k for k in range(9)]  # 1 KiB, 4 KiB, 16 KiB, ..., 64 MiB
+
+
+@dataclass
+class Held:
+    """What every rank held before and after one collective (rank by rank)."""
+
+    before: list[list[float]]
+    after: list[list[float] | None]  # None: not defined there (reduce off dst)
+
+
+@dataclass
+class Ring:
+    """The ring all-reduce against dist.all_reduce, on one rank's data."""
+
+    numel: int
+    bytes_per_rank: int
+    sent: int  # bytes this rank sent
+    max_diff: float  # largest |ring - all_reduce|
+    max_abs: float  # largest |all_reduce|
+
+
+@dataclass
+class Row:
+    """One size of the bandwidth sweep, as nccl-tests reports it."""
+
+    bytes: int
+    seconds: float  # median
+    runs: list[float]
+    algbw: float  # GB/s: bytes / seconds
+    busbw: float  # GB/s: algbw x 2(N-1)/N
+
+
+@dataclass
+class Collectives:
+    """What rank 0 writes to <out>/collectives.json (notebook 11 reads it)."""
+
+    world: int
+    backend: str
+    device: str
+    held: dict[str, Held]  # by collective
+    ring: Ring
+    memcpy_GBps: float  # one rank's host memory copy: gloo's ceiling
+    sweeps: dict[str, list[Row]]  # by backend
 
 
 def sweep_sizes(max_kib: int) -> list[int]:
@@ -37,7 +81,7 @@ def sweep_sizes(max_kib: int) -> list[int]:
     return sizes
 
 
-def collectives(device: torch.device) -> dict[str, dict[str, list]]:
+def collectives(device: torch.device) -> dict[str, Held]:
     """Run each collective on small tensors; return what each rank held, before/after.
 
     Rank r starts with [10r, 10r+1, ..., 10r+N-1] (N ranks), so every value says
@@ -74,8 +118,8 @@ def collectives(device: torch.device) -> dict[str, dict[str, list]]:
     ran["send_recv"] = (mine().tolist(), t.tolist())
     every = [None] * world
     dist.all_gather_object(every, ran)  # small Python objects, pickled
-    return {name: {"before": [e[name][0] for e in every],
-                   "after": [e[name][1] for e in every]} for name in ran}
+    return {name: Held([e[name][0] for e in every], [e[name][1] for e in every])
+            for name in ran}
 
 
 def ring_all_reduce(t: torch.Tensor) -> int:
@@ -109,16 +153,15 @@ def ring_all_reduce(t: torch.Tensor) -> int:
     return sent
 
 
-def check_ring(device: torch.device, numel: int) -> dict[str, float | int]:
+def check_ring(device: torch.device, numel: int) -> Ring:
     """Compare ring_all_reduce with dist.all_reduce on random data; count bytes."""
     g = torch.Generator().manual_seed(dist.get_rank())
     x = torch.randn(numel, generator=g).to(device)
     ours, theirs = x.clone(), x.clone()
     sent = ring_all_reduce(ours)
     dist.all_reduce(theirs)
-    return {"numel": numel, "bytes_per_rank": x.numel() * x.element_size(),
-            "sent": sent, "max_diff": (ours - theirs).abs().max().item(),
-            "max_abs": theirs.abs().max().item()}
+    return Ring(numel, x.numel() * x.element_size(), sent,
+                (ours - theirs).abs().max().item(), theirs.abs().max().item())
 
 
 def busbw_factor(world: int) -> float:
@@ -140,16 +183,15 @@ def time_all_reduce(nbytes: int, device: torch.device, group=None,
     return times
 
 
-def sweep(device: torch.device, sizes: list[int], group=None) -> list[dict]:
+def sweep(device: torch.device, sizes: list[int], group=None) -> list[Row]:
     """Time all-reduces of each size; return nccl-tests' algbw and busbw (GB/s)."""
     world, rows = dist.get_world_size(group), []
     for nbytes in sizes:
         runs = time_all_reduce(nbytes, device, group,
                                repeats=15 if nbytes <= 2**20 else 5)
         t = statistics.median(runs)
-        rows.append({"bytes": nbytes, "seconds": t, "runs": runs,
-                     "algbw": nbytes / t / 1e9,
-                     "busbw": nbytes / t / 1e9 * busbw_factor(world)})
+        rows.append(Row(nbytes, t, runs, nbytes / t / 1e9,
+                        nbytes / t / 1e9 * busbw_factor(world)))
     return rows
 
 
@@ -167,7 +209,7 @@ def memcpy_gbps(device: torch.device, nbytes: int = 64 * 2**20) -> float:
 
 def run(out: Path, device: torch.device, max_kib: int = 64 * KIB,
         ring_numel: int = 2**20) -> None:
-    """Run the three parts on every rank; rank 0 writes the JSON files to `out`."""
+    """Run the three parts on every rank; rank 0 writes the record to `out`."""
     rank, world = dist.get_rank(), dist.get_world_size()
     held = collectives(device)
     ring = check_ring(device, ring_numel)
@@ -180,35 +222,23 @@ def run(out: Path, device: torch.device, max_kib: int = 64 * KIB,
     # gloo's ranks pass data through host memory: its copy is their ceiling
     copy = memcpy_gbps(torch.device("cpu")) if rank == 0 else None
     if rank == 0:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "collectives.json").write_text(json.dumps(held))
-        (out / "bandwidth.json").write_text(json.dumps(
-            {"world": world, "ring": ring, "memcpy_GBps": copy, "sweeps": bandwidth}))
+        save_record(out / "collectives.json", Collectives(
+            world, dist.get_backend(), device.type, held, ring, copy, bandwidth))
         print(f"{world} ranks, {dist.get_backend()} on {device.type}: ring all-reduce "
-              f"sent {ring['sent']} bytes per rank; max difference from all_reduce "
-              f"{ring['max_diff']:.1e}")
+              f"sent {ring.sent} bytes per rank; max difference from all_reduce "
+              f"{ring.max_diff:.1e}")
         for name, rows in bandwidth.items():
             big = rows[-1]
-            print(f"{name}: {big['bytes'] / 2**20:.0f} MiB all-reduce in "
-                  f"{big['seconds'] * 1e3:.1f} ms, busbw {big['busbw']:.2f} GB/s")
+            print(f"{name}: {big.bytes / 2**20:.0f} MiB all-reduce in "
+                  f"{big.seconds * 1e3:.1f} ms, busbw {big.busbw:.2f} GB/s")
 
 
 @record  # a crashing rank's traceback reaches torchrun's summary
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", default="build/comm", help="folder for the JSON results")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--max-kib", type=int, default=64 * KIB,
-                   help="the largest all-reduce of the sweep, in KiB")
-    p.add_argument("--ring-numel", type=int, default=2**20,
-                   help="float32 elements of the ring all-reduce check (any number)")
-    args = p.parse_args(argv)
-    if args.max_kib < 1:
-        p.error(f"--max-kib {args.max_kib}: the sweep starts at 1 KiB")
+    args = parse_args(__doc__, argv)
     device = setup(args.device)
     run(Path(args.out), device, args.max_kib, args.ring_numel)
-    dist.barrier()
-    dist.destroy_process_group()
+    leave()
 
 
 if __name__ == "__main__":

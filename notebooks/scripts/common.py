@@ -8,7 +8,8 @@ Only torch and the standard library are used.
 - `log`: print once, on rank 0;
 - `sync` / `clock`: wait for this rank's queued device work, then read the time;
 - `nbytes`, `max_diff`, `full_state`: bytes held, and whole weights to compare;
-- `save_record` / `load_record`: one typed record of results per script, as JSON;
+- `save_record` / `load_record`: one typed record of results per script, as JSON
+  (or torch.save, for a record holding tensors), checked field by field on load;
 - `make_data`, `Net`: the images and CNN that the ddp_ and prof_ scripts train.
 - `Traffic`: PyTorch's CommDebugMode, plus each collective's bytes (fsdp_, gpt_).
 """
@@ -21,6 +22,8 @@ import json
 import os
 import sys
 import time
+import types
+import typing
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -116,25 +119,64 @@ def max_diff(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> float:
 
 
 def save_record(path: str | Path, record: Any) -> None:
-    """Write a dataclass record of results as JSON, atomically, named by its type."""
+    """Write a dataclass record of results atomically, named by its type: as JSON, or
+    with torch.save where `path` ends in .pt (a record that holds tensors)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    body = {"record": type(record).__name__, **dataclasses.asdict(record)}
-    path.with_suffix(".tmp").write_text(json.dumps(body, indent=1))
-    path.with_suffix(".tmp").replace(path)
+    body = {"record": type(record).__name__, **_plain(record)}
+    tmp = path.with_suffix(".tmp")
+    if path.suffix == ".pt":
+        torch.save(body, tmp)
+    else:
+        tmp.write_text(json.dumps(body, indent=1))
+    tmp.replace(path)
 
 
 def load_record(path: str | Path, cls: type[R]) -> R:
-    """Read a record written by `save_record`; a missing or renamed field raises."""
-    body = json.loads(Path(path).read_text())
+    """Read a record written by `save_record`; a missing or renamed field raises,
+    in a nested dataclass too, naming the fields."""
+    path = Path(path)
+    if path.suffix == ".pt":
+        body = torch.load(path, weights_only=True)  # tensors and plain Python only
+    else:
+        body = json.loads(path.read_text())
     kind = body.pop("record", None)
     if kind != cls.__name__:
         raise TypeError(f"{path} holds a {kind} record, not a {cls.__name__}")
-    names = {f.name for f in dataclasses.fields(cls)}
-    if body.keys() != names:
-        raise KeyError(f"{path}: fields {sorted(body.keys() ^ names)} differ from "
-                       f"{cls.__name__}'s (written by another version of the script?)")
-    return cls(**body)
+    return _typed(cls, body, str(path))
+
+
+def _plain(value: Any) -> Any:
+    """Return a record as dicts, lists and leaves (tensors are kept, not copied)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name))
+                for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _typed(hint: Any, value: Any, where: str) -> Any:
+    """Rebuild the dataclasses that `hint` names inside `value`, checking fields."""
+    if dataclasses.is_dataclass(hint) and isinstance(value, dict):
+        names = {f.name for f in dataclasses.fields(hint)}
+        if value.keys() != names:
+            raise KeyError(f"{where}: fields {sorted(value.keys() ^ names)} differ "
+                           f"from {hint.__name__}'s (written by another version of "
+                           f"the script?)")
+        hints = typing.get_type_hints(hint)
+        return hint(**{k: _typed(hints[k], v, f"{where}: {hint.__name__}.{k}")
+                       for k, v in value.items()})
+    args, origin = typing.get_args(hint), typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType) and value is not None:
+        return _typed(next(a for a in args if a is not type(None)), value, where)
+    if origin is list and isinstance(value, list):
+        return [_typed(args[0], v, where) for v in value]
+    if origin is dict and isinstance(value, dict):
+        return {k: _typed(args[1], v, where) for k, v in value.items()}
+    return value
 
 
 def __getattr__(name: str) -> Any:

@@ -9,11 +9,9 @@ rank 0 already computes the next. First one float64 step on the batch's first
 `--check-images` images, in micro-batches of `--check-split`, saves each stage's
 gradients and the logits to D/stage{rank}.pt. Then, for each split size, it writes
 the step times (`--rounds` rounds over all sizes, each a median of `--repeats`
-steps) and the timeline of the round with the median time to D/pipe.json. With
-`--schedules CHUNKS` the same two processes then run pipe_schedules.py's GPipe and
-1F1B on the same batch (D/schedules.json), timed under the same conditions.
-Notebook 13 runs it. Copy the whole folder, not this file: it imports pipe_stages.py
-and common.py.
+steps) and the timeline of the round with the median time to D/pipe.json. Notebook
+13 runs it through pipe_lessons.py, with pipe_schedules.py in the same processes.
+Copy the whole folder, not this file: it imports pipe_stages.py and common.py.
 """
 
 from __future__ import annotations
@@ -23,8 +21,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch.distributed as dist
-from common import save_record
+import torch
+from common import leave, save_record
 from pipe_stages import (
     Event,
     as_events,
@@ -66,9 +64,8 @@ class Sweep:
                        for s in self.splits]
 
 
-def parse_args() -> argparse.Namespace:
-    """Read the command line."""
-    p = stage_parser(__doc__)
+def add_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add this script's options to the pipeline scripts' parser."""
     p.add_argument("--splits", default="32,16,8,4,2", help="split sizes to time")
     p.add_argument("--check-images", type=int, default=8,
                    help="images of the float64 check step")
@@ -76,18 +73,14 @@ def parse_args() -> argparse.Namespace:
                    help="split size of the float64 check step")
     p.add_argument("--repeats", type=int, default=1, help="timed steps per round")
     p.add_argument("--rounds", type=int, default=3, help="rounds over all split sizes")
-    p.add_argument("--schedules", type=int, default=0, metavar="CHUNKS",
-                   help="then run pipe_schedules.py with CHUNKS micro-batches (0: no)")
-    return p.parse_args()
+    return p
 
 
-@record  # a crashing rank's error reaches torchrun, and the launcher's message
-def main() -> None:
+def run(args: argparse.Namespace, rank: int, device: torch.device, x: torch.Tensor,
+        y: torch.Tensor) -> Sweep:
     """Check one pipelined step's gradients, then time every split size."""
-    args = parse_args()
-    rank, device = join(args)
     stage = make_stages()[rank].to(device)  # same seed: both stages of one model
-    x, y = (t.to(device) for t in synthetic_batch(args.batch, args.image))
+    x, y = x.to(device), y.to(device)
     n = args.check_images
     checked_step(stage, x[:n], y[:n], args.check_split, device,
                  Path(args.out) / f"stage{rank}.pt")
@@ -115,13 +108,16 @@ def main() -> None:
             print(f"split_size {split:3d}: {timing.median * 1e3:6.1f} ms/step")
     if rank == 0:
         save_record(Path(args.out) / "pipe.json", sweep)
-    if args.schedules:  # the script beside this one, on the same batch
-        import pipe_schedules
+    return sweep
 
-        pipe_schedules.check_and_time(Path(args.out), x, y, args.schedules,
-                                      repeats=3, device=device)
-    dist.barrier()  # nobody leaves while the other rank still communicates
-    dist.destroy_process_group()
+
+@record  # a crashing rank's error reaches torchrun, and the launcher's message
+def main() -> None:
+    """Join the group, check and time every split size on one batch, leave."""
+    args = add_options(stage_parser(__doc__)).parse_args()
+    rank, device = join(args)
+    run(args, rank, device, *synthetic_batch(args.batch, args.image))
+    leave()
 
 
 if __name__ == "__main__":

@@ -10,9 +10,9 @@ CPU (`--device cpu` forces that). For each schedule `check_and_time` runs one fl
 step from zero gradients on the batch's first 2 images per micro-batch and saves its
 gradients and logits to D/{schedule}_stage{rank}.pt, to check against the unsplit
 model; then it times float32 steps on the whole batch and writes each schedule's
-step times to D/schedules.json (a ScheduleTimes record). Notebook 13 runs it (through
-pipe_manual.py --schedules). Copy the whole folder, not this file: it imports
-pipe_stages.py and common.py.
+step times to D/schedules.json (a ScheduleTimes record). Notebook 13 runs it through
+pipe_lessons.py, on pipe_manual.py's batch in the same processes. Copy the whole
+folder, not this file: it imports pipe_stages.py and common.py.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from common import save_record
+from common import leave, save_record
 from pipe_stages import join, make_stages, seconds, stage_parser, synthetic_batch
 from torch import nn
 from torch.distributed.elastic.multiprocessing.errors import record
@@ -43,12 +43,12 @@ class ScheduleTimes:
     seconds: dict[str, list[float]]  # each timed step, by schedule: GPipe, 1F1B
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Read the command line."""
-    p = stage_parser(__doc__)
+def add_options(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Add this script's options to the pipeline scripts' parser."""
     p.add_argument("--chunks", type=int, default=4, help="micro-batches per batch")
-    p.add_argument("--repeats", type=int, default=3, help="timed steps per schedule")
-    return p.parse_args(argv)
+    p.add_argument("--schedule-repeats", type=int, default=3,
+                   help="timed steps per schedule")
+    return p
 
 
 def make_step(schedule_cls: type, module: nn.Module, device: torch.device,
@@ -97,12 +97,11 @@ def check_and_time(out: Path, x: torch.Tensor, y: torch.Tensor, chunks: int,
 @record  # a crashing rank's error reaches torchrun, and the launcher's message
 def main() -> None:
     """Join the group, check and time both schedules on one batch, leave."""
-    args = parse_args()
+    args = add_options(stage_parser(__doc__)).parse_args()
     _, device = join(args)
     x, y = synthetic_batch(args.batch, args.image)
-    check_and_time(Path(args.out), x, y, args.chunks, args.repeats, device)
-    dist.barrier()  # nobody leaves while the other rank still communicates
-    dist.destroy_process_group()
+    check_and_time(Path(args.out), x, y, args.chunks, args.schedule_repeats, device)
+    leave()
 
 
 if __name__ == "__main__":

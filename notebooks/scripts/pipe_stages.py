@@ -104,7 +104,12 @@ class Block(nn.Module):
 
 def make_stages(num_classes: int = 10, seed: int = 0
                 ) -> tuple[nn.Sequential, nn.Sequential]:
-    """Build a seeded ResNet-14 (ResNet-18 without layer4), cut after layer1."""
+    """Build a seeded ResNet-14 (ResNet-18 without layer4), cut after layer1.
+
+    Written out, not helpers.models.make_resnet: that one is torchvision's resnet18,
+    which notebooks 12-14 teach to cut by its named layers, and this folder runs
+    with torch alone. tests/test_stages.py holds the two to the same shapes.
+    """
     torch.manual_seed(seed)
     stem = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.GroupNorm(8, 64), nn.ReLU(),
             nn.MaxPool2d(3, 2, 1)]  # a quarter of the image side, 64 channels
