@@ -18,8 +18,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-import torch
-
 from helpers.launch import torchrun
 
 SCRIPT = Path(__file__).resolve().parents[1] / "notebooks/scripts/gpt_lessons.py"
@@ -33,16 +31,20 @@ def run() -> dict[str, float]:
         sys.path.insert(0, str(SCRIPT.parent))
     import common  # the scripts' own comparison and records
     import gpt_build
+    import gpt_lessons
+    import gpt_mesh
+
     with tempfile.TemporaryDirectory() as out:
         torchrun(SCRIPT, "--out", out, "--device", "cpu", nproc=4, threads=1,
                  echo=False, timeout=600)
-        mesh = [torch.load(Path(out) / f"mesh_r{r}.pt") for r in range(4)]
-        two = torch.load(Path(out) / "fsdp_r0.pt")
+        mesh = [common.load_record(Path(out) / f"mesh_r{r}.pt", gpt_mesh.MeshRun)
+                for r in range(4)]
+        two = common.load_record(Path(out) / "fsdp_r0.pt", gpt_lessons.Pair)
         builds = [common.load_record(Path(out) / f"build_r{r}.json",
                                      gpt_build.BuildPeak) for r in range(4)]
-    resumed, single = two["resume"]["dcp_k"], two["strategies"]["single"]["params"]
+    resumed, single = two.resume.dcp_k, two.strategies["single"]["params"]
     peak = max(b.meta / b.full for b in builds)
-    saved, tp = mesh[0]["mesh_k_state"], common.max_diff(mesh[0]["mesh_k"], single)
+    saved, tp = mesh[0].mesh_k_state, common.max_diff(mesh[0].mesh_k, single)
     return {"gpt_fsdp_tp_max_param_diff": tp,
             "gpt_meta_init_peak_ratio": peak,
             "gpt_resume_reshard_max_diff": max(

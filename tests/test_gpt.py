@@ -1,6 +1,6 @@
-"""Tests of notebooks/scripts/gpt.py (the transformer of notebooks 15 and 16) and
-gpt_ddp.py: determinism, an init independent of the layout, the FLOPs formula, the
-datasheet lookup, the alternating timed rounds."""
+"""Tests of notebooks/scripts/gpt.py (the transformer of notebooks 15 and 16),
+gpt_ddp.py and gpt_ddp_timing.py: determinism, an init independent of the layout,
+the FLOPs formula, the datasheet lookup, the alternating timed rounds."""
 
 from __future__ import annotations
 
@@ -165,9 +165,9 @@ def test_timed_rounds_alternate_and_take_the_slowest_rank(gpt, group):
     """Each round times DDP and one process; DDP's time is the slowest rank's."""
     import argparse
 
-    ddp_script = importlib.import_module("gpt_ddp")
+    timing = importlib.import_module("gpt_ddp_timing")
     args = argparse.Namespace(batch_size=4, accum=2, rounds=3, round_steps=1)
-    out = ddp_script.timed(gpt.Config(layers=1, block=16), args, torch.device("cpu"),
+    out = timing.timed(gpt.Config(layers=1, block=16), args, torch.device("cpu"),
                            gpt.corpus(10_000))
     assert len(out["ddp_step_s"]) == len(out["single_step_s"]) == 3, out
     assert len(out["rank_step_s"]) == 1 and len(out["rank_step_s"][0]) == 3, out

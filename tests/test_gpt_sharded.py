@@ -1,5 +1,5 @@
-"""Tests of notebook 16's scripts (gpt_fsdp.py, gpt_build.py, gpt_mesh.py,
-gpt_resume.py) in one process: a world of 1 runs the same code paths as the
+"""Tests of notebook 16's scripts (gpt_fsdp.py, gpt_memory.py, gpt_build.py,
+gpt_mesh.py, gpt_resume.py) in one process: a world of 1 runs the same code paths as the
 notebook's launch of 4 (gpt_lessons.py), fast."""
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from conftest import NOTEBOOK_DIR
 
 SCRIPTS = NOTEBOOK_DIR / "scripts"
 sys.path.insert(0, str(SCRIPTS))  # as torchrun does: the scripts import their siblings
-NAMES = ("gpt", "common", "gpt_fsdp", "gpt_build", "gpt_mesh", "gpt_resume")  # one
-gpt, common, fsdp, build_script, mesh_script, resume_script = map(  # module each, as
-    importlib.import_module, NAMES)  # in a launch
+NAMES = ("gpt", "common", "gpt_fsdp", "gpt_memory", "gpt_build", "gpt_mesh",
+         "gpt_resume")  # one module each, as in a launch
+gpt, common, fsdp, memory, build_script, mesh_script, resume_script = map(
+    importlib.import_module, NAMES)
 CFG = gpt.Config(layers=1, dim=32, heads=2)  # tiny: the same code paths, fast
 CPU = torch.device("cpu")
 
@@ -115,14 +116,16 @@ def test_resume_through_dcp_gives_back_every_tensor_of_the_saved_state(group, tm
     fsdp.train(model, opt, data, 1, first=2)
     res = resume_script.resume(CFG, data, CPU, one_rank_mesh(), (0, 1),
                                tmp_path / "ckpt", 2, 1)
-    got = res["dcp_k"]
+    common.save_record(tmp_path / "resumed.pt", res)  # as gpt_lessons.py keeps it
+    res = common.load_record(tmp_path / "resumed.pt", resume_script.Resumed)
+    got = res.dcp_k
     assert sorted(got) == sorted(saved), sorted(set(got) ^ set(saved))
     assert any(key.endswith(":exp_avg_sq") for key in saved), "no Adam state read"
     unequal = [key for key in saved if not torch.equal(got[key], saved[key])]
     assert not unequal, f"DCP changed {unequal}"
-    same = common.max_diff(res["dcp"], common.full_state(model))
+    same = common.max_diff(res.dcp, common.full_state(model))
     assert same <= gpt.TOLERANCE, f"not the same run: {same:.1e}"
-    skipped = common.max_diff(res["dcp"], res["model_only"])
+    skipped = common.max_diff(res.dcp, res.model_only)
     assert skipped > 1e-6, f"a fresh Adam changed only {skipped:.1e}"
 
 
@@ -139,7 +142,7 @@ def test_gathered_state_sees_a_changed_moment(group):
 
 def test_memory_probe_counts_what_is_alive_and_nothing_made_before():
     before = torch.ones(2**16)  # made outside: not counted
-    with fsdp.Memory() as mem:
+    with memory.Memory() as mem:
         a = torch.empty(2**18)  # 1 MiB
         view = a[:10]  # a view: the same storage
         b = before + 1  # 256 KiB
@@ -153,6 +156,17 @@ def test_memory_probe_counts_what_is_alive_and_nothing_made_before():
     assert mem.held() == 0, f"{mem.held()} B after the view went too"
 
 
+def test_a_tensor_record_with_a_missing_field_fails_naming_it(tmp_path):
+    t = {"w": torch.ones(2)}
+    common.save_record(tmp_path / "r.pt", resume_script.Resumed(t, t, t, t))
+    body = torch.load(tmp_path / "r.pt", weights_only=True)
+    assert body["record"] == "Resumed" and torch.equal(body["dcp"]["w"], t["w"])
+    del body["model_only"]
+    torch.save(body, tmp_path / "r.pt")
+    with pytest.raises(KeyError, match=r"\['model_only'\].*Resumed"):
+        common.load_record(tmp_path / "r.pt", resume_script.Resumed)
+
+
 def test_moments_measure_the_bytes_a_rank_holds(group):
     mesh = one_rank_mesh()
     f32 = torch.float32
@@ -161,7 +175,7 @@ def test_moments_measure_the_bytes_a_rank_holds(group):
                                     mesh.get_group()),
             "kept": lambda: fsdp.build(gpt.Config(), f32, CPU, mesh,
                                        reshard_after_forward=False)}
-    at = {name: fsdp.moments(make, gpt.corpus(), CPU, 0, 1)["at"]
+    at = {name: memory.moments(make, gpt.corpus(), CPU, 0, 1)["at"]
           for name, make in runs.items()}
     assert at["ddp"]["at rest"] == 16 * n, at["ddp"]  # its buckets stay allocated
     assert at["ddp"]["after step"] == 16 * n, at["ddp"]

@@ -1,19 +1,14 @@
 """DDP on gpt.py's transformer, with gradient accumulation under no_sync (notebook 15).
 
-    torchrun --standalone --nproc-per-node=2 gpt_ddp.py --out build/gpt_ddp.json
+    torchrun --standalone --nproc-per-node=2 gpt_ddp.py --out build/gpt_ddp
 
 In float64, every rank takes its chunk of each global batch, runs `--accum`
 micro-batches (all but the last under `no_sync()`, each loss divided by the count) and
 steps; a hook counts what DDP all-reduces in each micro-batch. Rank 0 also trains one
-process on the whole global batch, and compares the weights. Then float32, timed in
-`--rounds` rounds that alternate DDP and one process alone (A B, B A, ...), each
-`--round-steps` steps of step 0's global batch (the batch notebook 15's section 3 times,
-there under autocast on a GPU): a DDP step lasts until its slowest rank ends it, so each
-round's DDP time is the slowest rank's; the one process runs on rank 0 while the others
-wait. Rank 0 writes a `Trained` record to --out.
-
-Notebook 15 launches it. It imports gpt.py (the model) and common.py: copy the folder,
-not this file.
+process on the whole global batch, and compares the weights. Rank 0 writes an
+`Accumulated` record to OUT/ddp.json. Notebook 15 launches it through
+gpt_ddp_lessons.py, with gpt_ddp_timing.py in the same processes. It imports gpt.py
+(the model) and common.py: copy the folder, not this file.
 """
 
 
@@ -24,15 +19,15 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from common import clock, full_state, leave, log, max_diff, save_record, setup
+from common import full_state, leave, log, max_diff, save_record, setup
 from gpt import GPT, Config, batch, corpus, init_weights, loss_fn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 
 @dataclasses.dataclass
-class Trained:
-    """What the launch showed: float64 steps compared, then float32 rounds timed."""
+class Accumulated:
+    """What rank 0 writes to OUT/ddp.json: float64 steps, DDP against one process."""
 
     world: int
     device: str
@@ -43,10 +38,6 @@ class Trained:
     allreduce_calls: list[list[int]]  # float64: per step, per micro-batch
     elements_reduced: list[int]  # float64: values all-reduced per step
     max_diff_single: float | None  # float64: DDP vs one process (rank 0's)
-    rank_step_s: list[list[float]]  # float32: per rank, seconds a step in each round
-    ddp_step_s: list[float]  # per round: the slowest rank's
-    single_step_s: list[float]  # per round: one process on the whole batch
-    round_steps: int  # steps per round
 
 
 def counting_hook(state: dict,
@@ -87,8 +78,8 @@ def build(cfg: Config, dtype: torch.dtype, device: torch.device):
     return model, torch.optim.AdamW(model.parameters(), lr=1e-3)
 
 
-def run(cfg: Config, args, dtype: torch.dtype, device: torch.device, steps: int,
-        data: torch.Tensor) -> dict:
+def accumulate(cfg: Config, args, dtype: torch.dtype, device: torch.device,
+               steps: int, data: torch.Tensor) -> dict:
     """Train `steps` steps with DDP and, on rank 0, one process; compare the weights."""
     rank, world = dist.get_rank(), dist.get_world_size()
     model, opt = build(cfg, dtype, device)
@@ -114,60 +105,11 @@ def run(cfg: Config, args, dtype: torch.dtype, device: torch.device, steps: int,
     return out
 
 
-def _seconds(fn, steps: int, device: torch.device) -> float:
-    """Return the wall seconds per call of `steps` calls of fn, synchronised."""
-    start = clock(device)
-    for _ in range(steps):
-        fn()
-    return (clock(device) - start) / steps
-
-
-def timed(cfg: Config, args, device: torch.device, data: torch.Tensor) -> dict:
-    """Time float32 DDP and one process in alternating rounds; seconds per step."""
-    rank, world = dist.get_rank(), dist.get_world_size()
-    model, opt = build(cfg, torch.float32, device)
-    ddp = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
-    counter = {"calls": 0, "elements": 0}
-    ddp.register_comm_hook(counter, counting_hook)
-    x, y = batch(data, 0, args.batch_size, cfg.block)  # one global batch, every step
-    xr, yr = x.chunk(world)[rank].to(device), y.chunk(world)[rank].to(device)
-    if rank == 0:
-        single, opt1 = build(cfg, torch.float32, device)
-        xs, ys = x.to(device), y.to(device)
-
-    def ddp_round() -> list[float]:
-        dist.barrier()  # every rank starts the round together
-        mine = _seconds(lambda: ddp_step(ddp, opt, xr, yr, args.accum, counter),
-                        args.round_steps, device)
-        by_rank = [None] * world
-        dist.all_gather_object(by_rank, mine)
-        return by_rank
-
-    def single_round() -> float:
-        dist.barrier()
-        mine = _seconds(lambda: single_step(single, opt1, xs, ys), args.round_steps,
-                        device) if rank == 0 else 0.0
-        seconds = [mine]
-        dist.broadcast_object_list(seconds, src=0)  # the others wait here
-        return seconds[0]
-
-    ddp_round(), single_round()  # warm-up: first calls allocate and pick kernels
-    ranks, single_s = [], []
-    for i in range(args.rounds):  # A B, B A, ...: a drifting load slows both alike
-        if i % 2:
-            single_s.append(single_round())
-            ranks.append(ddp_round())
-        else:
-            ranks.append(ddp_round())
-            single_s.append(single_round())
-    return {"rank_step_s": [list(r) for r in zip(*ranks, strict=True)],
-            "ddp_step_s": [max(r) for r in ranks], "single_step_s": single_s,
-            "round_steps": args.round_steps}
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("build/gpt_ddp.json"))
+def parse_args(doc: str, argv: list[str] | None = None) -> argparse.Namespace:
+    """Read the options of this script and gpt_ddp_timing.py; check them."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=Path("build/gpt_ddp"),
+                        help="folder for the records")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--batch-size", type=int, default=16, help="the global batch")
     parser.add_argument("--accum", type=int, default=2, help="micro-batches per step")
@@ -176,24 +118,40 @@ def main() -> None:
     parser.add_argument("--round-steps", type=int, default=4, help="steps per round")
     parser.add_argument("--dim", type=int, default=Config.dim)
     parser.add_argument("--layers", type=int, default=Config.layers)
-    args = parser.parse_args()
-    device = setup(args.device)
-    rank, world = dist.get_rank(), dist.get_world_size()
-    if args.batch_size % (world * args.accum):
-        raise SystemExit(f"--batch-size {args.batch_size} must split into {world} "
-                         f"ranks x {args.accum} micro-batches")
+    args = parser.parse_args(argv)
     if min(args.steps, args.rounds, args.round_steps) < 1:
-        raise SystemExit("--steps, --rounds and --round-steps must be at least 1")
-    cfg, data = Config(dim=args.dim, layers=args.layers), corpus()
-    result = Trained(world=world, device=device.type, backend=dist.get_backend(),
-                     accum=args.accum, batch_size=args.batch_size, block=cfg.block,
-                     **run(cfg, args, torch.float64, device, args.steps, data),
-                     **timed(cfg, args, device, data))
-    if rank == 0:
-        save_record(args.out, result)
-        log(f"{world} ranks, {dist.get_backend()} on {device.type}: DDP with "
+        parser.error("--steps, --rounds and --round-steps must be at least 1")
+    return args
+
+
+def join(args: argparse.Namespace) -> tuple[torch.device, Config, torch.Tensor]:
+    """Join the group; check that the batch splits; return device, model, text."""
+    device = setup(args.device)
+    if args.batch_size % (dist.get_world_size() * args.accum):
+        raise SystemExit(f"--batch-size {args.batch_size} must split into "
+                         f"{dist.get_world_size()} ranks x {args.accum} micro-batches")
+    return device, Config(dim=args.dim, layers=args.layers), corpus()
+
+
+def run(args: argparse.Namespace, device: torch.device, cfg: Config,
+        data: torch.Tensor) -> Accumulated:
+    """Compare DDP with one process in float64; rank 0 writes the record."""
+    result = Accumulated(world=dist.get_world_size(), device=device.type,
+                         backend=dist.get_backend(), accum=args.accum,
+                         batch_size=args.batch_size, block=cfg.block,
+                         **accumulate(cfg, args, torch.float64, device, args.steps,
+                                      data))
+    if dist.get_rank() == 0:
+        save_record(args.out / "ddp.json", result)
+        log(f"{result.world} ranks, {result.backend} on {device.type}: DDP with "
             f"{args.accum} micro-batches vs one process: float64 max |diff| "
             f"{result.max_diff_single:.1e}")
+    return result
+
+
+def main() -> None:
+    args = parse_args(__doc__)
+    run(args, *join(args))
     leave()
 
 

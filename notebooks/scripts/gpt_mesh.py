@@ -8,9 +8,9 @@ the norms, the embedding and head split over the vocabulary so that `loss_parall
 takes the cross-entropy of sharded logits, then FSDP2 over "dp". It trains in float64,
 saves model and Adam state with DCP at step --steps to OUT/ckpt (timing all but the
 first step) and trains --more steps; each rank writes its results, weights among
-them, to OUT/mesh_r{rank}.pt. Notebook 16 runs it through gpt_lessons.py, which then
-resumes the checkpoint on another layout (gpt_resume.py). It imports gpt.py,
-gpt_fsdp.py and common.py: copy the folder, not this file.
+them, to OUT/mesh_r{rank}.pt (a MeshRun record). Notebook 16 runs it through
+gpt_lessons.py, which then resumes the checkpoint on another layout (gpt_resume.py).
+It imports gpt.py, gpt_fsdp.py and common.py: copy the folder, not this file.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ import argparse
 import logging
 import os
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 import gpt
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from common import Traffic, full_state, leave, nbytes, setup
+from common import Traffic, full_state, leave, nbytes, save_record, setup
 from gpt_fsdp import (
     adam,
     build,
@@ -47,6 +48,19 @@ from torch.distributed.tensor.parallel import (
     loss_parallel,
     parallelize_module,
 )
+
+
+@dataclass
+class MeshRun:
+    """What each rank writes to OUT/mesh_r{rank}.pt (notebook 16 reads them)."""
+
+    steps: int  # k, the step the checkpoint holds
+    placements: dict[str, list[str]]  # each parameter's, on the 2 x 2 mesh
+    local: int  # this rank's bytes of parameters
+    mesh: dict  # step_s, samples, traffic, calls, bytes, peak (as strategies')
+    mesh_k: dict[str, torch.Tensor]  # whole weights at step k
+    mesh_k_state: dict[str, torch.Tensor]  # weights and Adam state at k, by hand
+    mesh_km: dict[str, torch.Tensor]  # whole weights --more steps later
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -91,8 +105,7 @@ def tensor_parallel(model: gpt.GPT, tp) -> None:
     model.head.weight = model.tok.weight  # tie again: both are Shard(0) of vocab
 
 
-
-def run(args: argparse.Namespace, device: torch.device) -> dict:
+def run(args: argparse.Namespace, device: torch.device) -> MeshRun:
     """Train the 2 x 2 mesh, save its checkpoint, train on; write OUT/mesh_r{rank}."""
     if dist.get_world_size() != 4:
         raise SystemExit(f"a 2 x 2 mesh needs 4 ranks, not {dist.get_world_size()}")
@@ -122,7 +135,8 @@ def run(args: argparse.Namespace, device: torch.device) -> dict:
     dcp.save({"model": msd, "optim": osd}, checkpoint_id=out / "ckpt")  # NEW
     train(model, opt, data, args.more, first=k, dp=dp, loss_context=loss_parallel)
     res["mesh_km"] = full_state(model)
-    torch.save(res, out / f"mesh_r{rank}.pt")
+    res = MeshRun(**res)
+    save_record(out / f"mesh_r{rank}.pt", res)
     return res
 
 

@@ -15,13 +15,14 @@ it imports gpt.py, gpt_fsdp.py and common.py: copy the folder, not this file.
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 import gpt
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from common import full_state, leave, setup
+from common import full_state, leave, save_record, setup
 from gpt_fsdp import adam, build, gathered_state, train
 from torch.distributed.checkpoint.state_dict import (
     get_model_state_dict,
@@ -33,7 +34,17 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.elastic.multiprocessing.errors import record
 
 
-def resume(cfg, data, device, mesh, dp, ckpt: str, k: int, m: int) -> dict:
+@dataclass
+class Resumed:
+    """Both resumes on this rank (OUT/resume_r{rank}.pt; gpt_lessons.py keeps it)."""
+
+    dcp_k: dict[str, torch.Tensor]  # weights and Adam state at step k, loaded by DCP
+    dcp: dict[str, torch.Tensor]  # its weights m steps on
+    model_only_k: dict[str, torch.Tensor]  # the weights alone loaded, a fresh Adam
+    model_only: dict[str, torch.Tensor]  # its weights m steps on
+
+
+def resume(cfg, data, device, mesh, dp, ckpt: str, k: int, m: int) -> Resumed:
     """Resume at step k two ways; return the state at k, and the weights m steps on."""
     ckpt, res, group = Path(ckpt), {}, mesh.get_group()
     for how in ("dcp", "model_only"):
@@ -52,7 +63,7 @@ def resume(cfg, data, device, mesh, dp, ckpt: str, k: int, m: int) -> dict:
         res[f"{how}_k"] = gathered_state(model, opt)  # to compare with the mesh's
         train(model, opt, data, m, first=k, dp=dp)
         res[how] = full_state(model)
-    return res
+    return Resumed(**res)
 
 
 @record  # a crashing rank's error reaches torchrun, and the launcher's message
@@ -68,7 +79,7 @@ def main(argv: list[str] | None = None) -> None:
     mesh = init_device_mesh(device.type, (world,))  # FSDP2 alone, on every rank
     res = resume(gpt.Config(), gpt.corpus(), device, mesh, (rank, world),
                  out / "ckpt", args.steps, args.more)
-    torch.save(res, out / f"resume_r{rank}.pt")
+    save_record(out / f"resume_r{rank}.pt", res)
     leave()
 
 

@@ -62,7 +62,7 @@ WRONG = {
         "answer = ('S(0)', 'R')  # as if TP left the row-split weight whole",
         "answer = ('Shard(dim=0)', 'Shard(dim=1)')  # not as §5 prints them",
         # another weight's placements, read from the run
-        "answer = tuple(mesh[0]['placements']['tok.weight'])",
+        "answer = tuple(mesh[0].placements['tok.weight'])",
         "answer = ('S(0)', '_S(1, 2)')  # a strided shard on the tp dim",
         "answer = ('S(0)', 'P')  # as if the weight were a partial sum",
         "answer = ('R', 'R')  # nothing split",
