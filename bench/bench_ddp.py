@@ -12,11 +12,10 @@ highest.
 from __future__ import annotations
 
 import statistics
+import sys
 import tempfile
 from functools import partial
 from pathlib import Path
-
-import torch
 
 from bench.pairs import (
     PAIRS,
@@ -45,12 +44,17 @@ KEYS = (*ratio_keys("ddp_cpu_speedup_2proc"),
         "ddp_cpu_allreduce_ms", "ddp_cpu_max_param_diff", "ddp_cpu_workload")
 
 
-def _train(nproc: int, threads: int, out: Path) -> dict:
-    """Run the script once; return its result file (weights, timing)."""
+def _train(nproc: int, threads: int, out: Path):
+    """Run the script once; return its Report record (weights, timing)."""
+    if str(SCRIPT.parent) not in sys.path:  # the record's class, as the script has it
+        sys.path.insert(0, str(SCRIPT.parent))
+    import common
+    import ddp_parts
+
     dump = out / f"{nproc}x{threads}.pt"
     torchrun(SCRIPT, *WORK, "--dump", dump, "--checkpoint", out / "ckpt.pt",
              nproc=nproc, threads=threads, echo=False, timeout=300)
-    return torch.load(dump, weights_only=True)
+    return common.load_record(dump, ddp_parts.Report)
 
 
 def run() -> dict[str, float | int | str | list]:
@@ -58,7 +62,7 @@ def run() -> dict[str, float | int | str | list]:
     with tempfile.TemporaryDirectory() as tmp:
         runs = interleave({name: partial(_train, *cfg, Path(tmp))
                            for name, cfg in CONFIGS.items()})
-    ms = {name: [r["median_ms"] for r in rs] for name, rs in runs.items()}
+    ms = {name: [r.median_ms for r in rs] for name, rs in runs.items()}
     print(show("DDP on the CPU, ddp_train.py: time per step", {n: [v / 1e3 for v in vs]
                                                 for n, vs in ms.items()},
                {name: threads for name, (_, threads) in CONFIGS.items()}))
@@ -71,10 +75,10 @@ def run() -> dict[str, float | int | str | list]:
         **ratio_entry("ddp_cpu_speedup_1proc_2threads", threads),
         "ddp_cpu_ms_per_step_1proc": statistics.median(ms["1proc"]),
         "ddp_cpu_ms_per_step_2proc": statistics.median(ms["2proc"]),
-        "ddp_cpu_allreduce_ms": statistics.median(r["allreduce_ms"]
+        "ddp_cpu_allreduce_ms": statistics.median(r.allreduce_ms
                                                   for r in runs["2proc"]),
         "ddp_cpu_max_param_diff": max(  # rank 0's weights, in every pair
-            (two["params"][0] - one["params"][0]).abs().max().item()
+            (two.params[0] - one.params[0]).abs().max().item()
             for one, two in zip(runs["1proc"], runs["2proc"], strict=True)),
         "ddp_cpu_workload": " ".join(WORK[:-4]) + f", {PAIRS} rounds",
     }

@@ -205,7 +205,14 @@ def _train(out, name, nproc, *extra, work=TINY, script=SCRIPT, **launch):
     result = torchrun(script, *work, "--dump", dump, "--checkpoint",
                       out / f"{name}_ckpt.pt", *extra, nproc=nproc, echo=False,
                       timeout=180, **launch)
-    return torch.load(dump, weights_only=True), result
+    return _report(dump), result
+
+
+def _report(path):
+    """Read a ddp_parts.Report record (a renamed or missing field raises)."""
+    from importlib import import_module
+
+    return import_module("common").load_record(path, import_module("ddp_parts").Report)
 
 
 def _main_here(main, *argv) -> None:
@@ -248,13 +255,13 @@ def test_two_ranks_match_one_process_on_the_full_batch(ddp, two_ranks):
     out, two, _ = two_ranks
     _main_here(ddp.main, *TINY, "--samples", "240", "--batch-size", "30", "--device",
                "cpu", "--dump", out / "one.pt", "--checkpoint", out / "one_ckpt.pt")
-    one = torch.load(out / "one.pt", weights_only=True)
-    assert two["world_size"] == 2 and two["backend"] == "gloo"
-    assert torch.equal(two["params"][0], two["params"][1]), "ranks drifted apart"
+    one = _report(out / "one.pt")
+    assert two.world_size == 2 and two.backend == "gloo"
+    assert torch.equal(two.params[0], two.params[1]), "ranks drifted apart"
     tol = _tolerance()
-    diff = (two["params"][0] - one["params"][0]).abs().max().item()
+    diff = (two.params[0] - one.params[0]).abs().max().item()
     assert diff < tol, f"2 ranks differ from 1 process by {diff:.2e}, limit {tol}"
-    pairs = zip(one["losses"], two["losses"], strict=True)
+    pairs = zip(one.losses, two.losses, strict=True)
     loss_diff = max(abs(a - b) for a, b in pairs)
     assert loss_diff < tol, f"losses differ by {loss_diff:.2e}, limit {tol}"
     ckpt = torch.load(out / "two_ckpt.pt", weights_only=True)
@@ -271,9 +278,9 @@ def test_a_batch_that_does_not_split_is_rounded_and_each_sample_evaluated_once(
     note = [line for line in launch.lines(0) if line.startswith("note:")]
     assert note and "using 30" in note[0], f"rank 0 printed {launch.lines(0)[:2]}"
     # 8 steps per epoch, 2 epochs, the first 2 steps not timed.
-    assert len(res["step_ms"]) == 2 * 8 - 2, len(res["step_ms"])
-    assert res["median_ms"] == statistics.median(res["step_ms"]), "not the median"
-    assert res["val"][1] == 101 and 0 <= res["val"][0] <= 101, res["val"]
+    assert len(res.step_ms) == 2 * 8 - 2, len(res.step_ms)
+    assert res.median_ms == statistics.median(res.step_ms), "not the median"
+    assert res.val[1] == 101 and 0 <= res.val[0] <= 101, res.val
 
 
 def test_fail_rank_crashes_at_step_two_of_its_epoch(tmp_path):
@@ -295,10 +302,10 @@ def test_a_rank_that_fails_once_resumes_to_the_same_weights(two_ranks):
                              "--fail-epoch", "2", "--fail-once", script=RESUME,
                              max_restarts=1)
     assert any("simulated crash on rank 1" in line for line in result.lines(1))
-    assert (resumed["restarts"], resumed["start_epoch"], resumed["start_step"]) == (
-        1, 1, 8), {k: resumed[k] for k in ("restarts", "start_epoch", "start_step")}
-    assert resumed["losses"] == plain["losses"]
-    assert torch.equal(resumed["params"], plain["params"]), "resuming changed weights"
+    assert (resumed.restarts, resumed.start_epoch, resumed.start_step) == (
+        1, 1, 8), resumed
+    assert resumed.losses == plain.losses
+    assert torch.equal(resumed.params, plain.params), "resuming changed weights"
 
 
 # ddp_by_hand.py (by hand equals DDP, bit for bit): notebook 10 §1 asserts it.

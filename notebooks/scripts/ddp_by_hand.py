@@ -23,16 +23,30 @@ import argparse
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from common import Net, make_data, setup
+from common import Net, make_data, save_record, setup
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 from torch.distributed.elastic.multiprocessing.errors import record
 from torch.nn import functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.nn.utils import parameters_to_vector
+
+
+@dataclass
+class ByHand:
+    """What rank 0 saves to --dump (notebook 10 reads it)."""
+
+    world_size: int
+    steps: int
+    max_gap: float  # largest |by hand - DDP| weight, over every rank
+    rank_spread: float  # largest difference of DDP's weights between ranks
+    hand_allreduces: float  # per step
+    ddp_allreduces: float  # per step: its buckets
+    params: int  # parameter tensors
 
 
 def as_ranks(fn: Callable, models: list[torch.nn.Module]) -> list[int]:
@@ -109,7 +123,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--batch-size", type=int, default=64, help="global batch")
-    p.add_argument("--dump", default=None, help="rank 0 saves the results here")
+    p.add_argument("--dump", default=None, help="rank 0 saves its ByHand record here")
     args = p.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     setup("cpu")  # gloo on the CPU, as torchrun prepared it
@@ -133,19 +147,16 @@ def main() -> None:
     every = [torch.empty_like(mine) for _ in range(world)]
     dist.all_gather(every, mine)
     spread = max((w - every[0]).abs().max().item() for w in every)
-    result = {"world_size": world, "steps": args.steps, "max_gap": gap.item(),
-              "rank_spread": spread, "hand_allreduces": hand_calls / args.steps,
-              "ddp_allreduces": len(ddp_calls) / args.steps,
-              "params": sum(1 for _ in by_hand.parameters())}
+    result = ByHand(world, args.steps, gap.item(), spread, hand_calls / args.steps,
+                    len(ddp_calls) / args.steps, sum(1 for _ in by_hand.parameters()))
     if rank == 0:
         print(f"{world} ranks, {args.steps} steps: by hand "
-              f"{result['hand_allreduces']:g} all-reduces per step (one per "
-              f"parameter tensor), DDP {result['ddp_allreduces']:g} (its buckets)")
-        print(f"by hand vs DDP: max |difference| {result['max_gap']:.1e} over all "
+              f"{result.hand_allreduces:g} all-reduces per step (one per "
+              f"parameter tensor), DDP {result.ddp_allreduces:g} (its buckets)")
+        print(f"by hand vs DDP: max |difference| {result.max_gap:.1e} over all "
               f"ranks; DDP's copies on the ranks differ by {spread:.1e}")
-        if args.dump:  # its folder too: a notebook may have cleaned it up
-            Path(args.dump).parent.mkdir(parents=True, exist_ok=True)
-            torch.save(result, Path(args.dump))
+        if args.dump:  # its folder too: save_record makes it
+            save_record(Path(args.dump), result)
     dist.barrier()
     dist.destroy_process_group()
 

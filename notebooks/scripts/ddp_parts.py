@@ -2,18 +2,20 @@
 
 ddp_train.py, ddp_resume.py, ddp_eval.py and ddp_by_hand.py train common.py's `Net`
 on its `make_data` images. The first three end with `report`, which checks that
-every rank holds the same weights and saves what a notebook reads (--dump). Copy
-the whole folder: these scripts import common.py and each other.
+every rank holds the same weights and saves what a notebook reads (--dump): one
+`Report` record, with torch.save (it holds the weights). Copy the whole folder:
+these scripts import common.py and each other.
 """
 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
-from common import clock
+from common import clock, save_record
 from torch import nn
 from torch.nn.utils import parameters_to_vector
 
@@ -23,6 +25,25 @@ def save(checkpoint: dict, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save(checkpoint, path.with_suffix(".tmp"))
     path.with_suffix(".tmp").replace(path)
+
+
+@dataclass
+class Report:
+    """What rank 0 saves to --dump (a .pt file): the run, and every rank's weights."""
+
+    params: torch.Tensor  # [rank, weight]: each rank's weights, flattened
+    losses: list[float]  # each epoch's mean
+    step_ms: list[float]  # each timed step
+    median_ms: float
+    allreduce_ms: float  # one all-reduce of the gradients' size
+    world_size: int
+    backend: str
+    device: str
+    amp: str | None = None  # ddp_train.py, ddp_eval.py: --amp
+    val: list[int] | None = None  # ddp_eval.py: right, counted
+    restarts: int | None = None  # ddp_resume.py: torchrun's restarts so far
+    start_epoch: int | None = None  # ddp_resume.py: where this attempt began
+    start_step: int | None = None
 
 
 def report(model: nn.Module, losses: list[float], step_ms: list[float],
@@ -49,8 +70,6 @@ def report(model: nn.Module, losses: list[float], step_ms: list[float],
     print(f"one all-reduce of the {4 * mine.numel() / 1024:.0f} KiB of gradients: "
           f"median {allreduce_ms:.2f} ms", flush=True)
     if dump:
-        Path(dump).parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"params": every, "losses": losses, "step_ms": step_ms,
-                    "median_ms": median, "allreduce_ms": allreduce_ms,
-                    "world_size": len(every), "backend": dist.get_backend(),
-                    "device": mine.device.type, **extra}, dump)
+        save_record(dump, Report(
+            every, losses, step_ms, median, allreduce_ms, len(every),
+            dist.get_backend(), mine.device.type, **extra))

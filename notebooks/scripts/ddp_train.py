@@ -52,7 +52,7 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--tf32", choices=["off", "on"], default="off")  # GPUs only
     p.add_argument("--amp", choices=["off", "bf16"], default="off")  # autocast
     p.add_argument("--checkpoint", default="build/ddp_checkpoint.pt")
-    p.add_argument("--dump", default=None, help="rank 0 saves its results here")
+    p.add_argument("--dump", default=None, help="rank 0 saves a Report here (.pt)")
     return p
 
 
