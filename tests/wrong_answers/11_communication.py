@@ -49,8 +49,8 @@ WRONG = {
         "def busbw(algbw, n):\n    return algbw / n",
         # the wrong thing left behind: the table's own numbers looked up
         "def busbw(algbw, n):\n"
-        "    return next(r['busbw'] for r in bw['sweeps']['gloo']\n"
-        "                if r['algbw'] == algbw)",
+        "    return next(r.busbw for r in bw.sweeps['gloo']\n"
+        "                if r.algbw == algbw)",
         # the fraction upside down
         "def busbw(algbw, n):\n    return algbw * n / (n - 1)",
         # rounded: right to three digits only
@@ -95,7 +95,7 @@ WRONG = {
         _fill(order="reversed(param_bytes[::2])"),
         # the wrong thing left behind: this machine's buckets, not the arguments
         "def count_buckets(param_bytes, cap):\n"
-        "    return len(info['buckets'][str(cap / 2**20)])",
+        "    return len(info.buckets[f'{cap / 2**20:g}'])",
         # a wrong method: one bucket per gradient at least as large as the cap
         "def count_buckets(param_bytes, cap):\n"
         "    return max(1, sum(size >= cap for size in param_bytes))"],
