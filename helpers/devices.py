@@ -23,7 +23,7 @@ __all__ = ["RankPlan", "env_report", "fallback_device", "fresh_python", "num_gpu
 
 
 def num_gpus() -> int:
-    """Return how many CUDA GPUs this process sees (01, 02, 04, 08, 09, 11-14, 17)."""
+    """Return how many CUDA GPUs this process sees (01, 02, 04, 08, 09, 11-14, 18)."""
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
@@ -33,7 +33,7 @@ def fallback_device() -> torch.device:
 
 
 def try_gpu(i: int = 0, verbose: bool = True) -> torch.device:
-    """Return cuda:i if it exists, else the fallback, saying why (01-10, 12-15, 17)."""
+    """Return cuda:i if it exists, else the fallback, saying why (01-10, 12-15, 18)."""
     if isinstance(i, bool) or not isinstance(i, numbers.Integral) or i < 0:
         raise ValueError(
             f"try_gpu(i) needs a GPU index >= 0, got {i!r}. "
@@ -58,7 +58,7 @@ def try_all_gpus() -> list[torch.device]:
 
 @dataclass(frozen=True)
 class RankPlan:
-    """Where a launch's ranks run: how many, on what, over which backend (10-17)."""
+    """Where a launch's ranks run: how many, on what, over which backend (10-16, 18)."""
 
     world: int
     device: str  # "cuda" (one GPU per rank) or "cpu"; the scripts' --device value
@@ -69,7 +69,7 @@ class RankPlan:
 def rank_plan(world: int | None = None) -> RankPlan:
     """Choose the ranks of a launch: one GPU each over nccl, else CPU processes (gloo).
 
-    `world=None` takes every GPU when there are two or more, else 2 CPUs (10-17).
+    `world=None` takes every GPU when there are two or more, else 2 CPUs (10-16, 18).
     """
     gpus = num_gpus()
     want = world if world is not None else (gpus if gpus >= 2 else 2)
@@ -129,7 +129,7 @@ def _accelerator() -> str:
 
 
 def env_report() -> str:
-    """Return a one-screen report of versions, devices and drivers (01, 17)."""
+    """Return a one-screen report of versions, devices and drivers (01, 18)."""
     cudnn = torch.backends.cudnn.is_available() and torch.backends.cudnn.version()
     lines = [
         f"python {platform.python_version()}, torch {torch.__version__}, "

@@ -50,7 +50,7 @@ def _canonical(value: Any) -> Any:
 
 
 def digest(value: Any) -> str:
-    """Return a fingerprint of `value` (01, 03, 06, 08-12, 14-17)."""
+    """Return a fingerprint of `value` (01, 03, 06, 08-12, 14-18)."""
     return hashlib.sha256(repr(_canonical(value)).encode()).hexdigest()[:12]
 
 
@@ -58,7 +58,7 @@ def check(answer: Any, expected: Any = _UNSET, *,
           test: Callable[[Any], Any] | None = None, hashed: str | None = None,
           rel_tol: float = 0.0, abs_tol: float = 0.0, hint: str = "",
           solution: bool = False) -> Result:
-    """Print whether `answer` is right, not yet right, or not answered (01-17).
+    """Print whether `answer` is right, not yet right, or not answered (01-18).
 
     `test(answer)` raises AssertionError, with a helpful message, when it is wrong;
     NotImplementedError from it means the learner has not written the code yet.

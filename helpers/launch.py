@@ -3,7 +3,7 @@
 On a failure, timeout or interrupt, psutil stops every process of the launch; a
 `LaunchError` names the failed rank's exception (torchrun's error file, `@record`) or
 its last lines. An interrupt raises `LaunchInterrupted`, a KeyboardInterrupt, which no
-`except Exception` swallows: the lesson stops. Used by notebooks 09-17 and bench/.
+`except Exception` swallows: the lesson stops. Used by notebooks 09-16, 18 and bench/.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ class LaunchError(RuntimeError):
 
 
 class LaunchInterrupted(KeyboardInterrupt):
-    """The learner interrupted a launch; every process of it was stopped (09-17)."""
+    """The learner interrupted a launch; every process of it was stopped (09-16, 18)."""
 
     def __init__(self, message: str, result: LaunchResult | None = None):
         super().__init__(message)
@@ -83,7 +83,7 @@ class LaunchInterrupted(KeyboardInterrupt):
 
 @dataclass
 class LaunchResult:
-    """What a launch ran (`commands`, one per agent) and printed (09-17)."""
+    """What a launch ran (`commands`, one per agent) and printed (09-16, 18)."""
 
     commands: list[str]
     tag: str
@@ -192,7 +192,7 @@ def torchrun(script: str | os.PathLike, *script_args: object, nproc: int = 2,
              nnodes: int = 1, timeout: float = 120.0, threads: int = 1,
              echo: bool = True, env: dict[str, str] | None = None,
              max_restarts: int = 0) -> LaunchResult:
-    """Run `script` under torchrun here, streaming `[rank N]` lines (09-17).
+    """Run `script` under torchrun here, streaming `[rank N]` lines (09-16, 18).
 
     `nproc` ranks on each of `nnodes` agents (each with its own GPUs, if there are
     enough); `threads` sets OMP_NUM_THREADS and MKL_NUM_THREADS; `env` adds variables;

@@ -63,7 +63,7 @@ def _finish(ax: Axes, title: str, ylabel: str, xlabel: str = "",
 
 def bar_chart(labels: Sequence[str], values: Sequence[float], title: str = "",
               ylabel: str = "", fmt: str = "{:.3g}") -> Figure:
-    """Draw one bar per label, its value above it (notebooks 05, 07-09, 12, 13, 17)."""
+    """Draw one bar per label, its value above it (notebooks 05, 07-09, 12, 13, 18)."""
     if len(labels) != len(values):
         raise ValueError(f"{len(labels)} labels but {len(values)} values")
     fig, ax = subplots()

@@ -20,7 +20,7 @@ T = TypeVar("T")
 class Timing:
     """Seconds per call over repeats, as benchmark measured them.
 
-    Used by notebooks 01-03, 05-07, 09, 12-17.
+    Used by notebooks 01-03, 05-07, 09, 12-16, 18.
     """
 
     median: float
@@ -43,7 +43,7 @@ def synchronize(device: torch.device | str) -> None:
 
 def benchmark(fn: Callable[[], object], device: torch.device | str = "cpu",
               warmup: int = 3, repeats: int = 10, number: int = 1) -> Timing:
-    """Time fn() after warming up: median of repeats (01-03, 05-07, 09, 12-17)."""
+    """Time fn() after warming up: median of repeats (01-03, 05-07, 09, 12-16, 18)."""
     if warmup < 0 or repeats < 1 or number < 1:
         raise ValueError("benchmark needs warmup >= 0, repeats >= 1 and number >= 1")
     dev = torch.device(device)
@@ -117,7 +117,7 @@ def verdict(value: float, bands: list[tuple[float, str]], *, ideal: float | None
 
     `spread` is the (lowest, highest) of the samples behind `value`: when they fall in
     different bands, the words say the run was too noisy to tell.
-    Used by notebooks 01, 03, 05, 07, 08, 11-15, 17.
+    Used by notebooks 01, 03, 05, 07, 08, 11-15, 18.
     """
     limits = [limit for limit, _ in bands]
     if limits != sorted(limits):

@@ -2,7 +2,7 @@
 
     torchrun --standalone --nproc-per-node=2 prof_step.py --runs healthy tiny item
 
-Lesson: where a DDP step's time goes, rank by rank (notebook 17 runs it). Each run
+Lesson: where a DDP step's time goes, rank by rank (notebook 18 runs it). Each run
 trains common.py's `Net` (the ddp_ scripts' model) with DDP under torch.profiler: one
 step unrecorded (eleven on a GPU, where DDP synchronizes to time its first ten), one
 warm-up step, then --steps recorded steps, each marked "ProfilerStep#N". Every rank
@@ -13,7 +13,7 @@ chrome://tracing). Two runs are slow on purpose:
 - item: a `loss.item()` every step. It copies one number to the host, so the host
   waits until the device has run everything queued before it (on a GPU, every step).
 step_breakdown() reads the traces back (with prof_traces.py) and splits each recorded
-step into PARTS; notebook 17 prints them. Copy the whole folder, not this file: it
+step into PARTS; notebook 18 prints them. Copy the whole folder, not this file: it
 imports common.py and prof_traces.py.
 """
 

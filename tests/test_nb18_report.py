@@ -1,4 +1,4 @@
-"""Notebook 17's table, verdicts and report on machines this one is not: its own cells
+"""Notebook 18's table, verdicts and report on machines this one is not: its own cells
 (read as JSON, no Jupyter needed) run on faked runs of a 2-GPU machine and of a CPU,
 so a CPU run cannot hide a wrong GPU row, and a noisy run must read "too noisy"."""
 
@@ -14,7 +14,7 @@ from conftest import NOTEBOOK_DIR
 
 from helpers import verdict
 
-NOTEBOOK = NOTEBOOK_DIR / "17_benchmark_report.ipynb"
+NOTEBOOK = NOTEBOOK_DIR / "18_benchmark_report.ipynb"
 CELLS = ("cell-016-b", "cell-025", "cell-026", "cell-029", "cell-029-b")
 ARTICLE = {"CPU": 888.595, "1 GPU": 80.06, "DataParallel, 2 GPUs": 60.7744,
            "DDP, 2 GPUs": 48.7986}

@@ -1,4 +1,4 @@
-"""Typical wrong answers to notebook 17's exercises: each check must say "not yet".
+"""Typical wrong answers to notebook 18's exercises: each check must say "not yet".
 
 Every exercise gets one of each class: the targeted misconception, a factor off, right
 only at the check's sizes, right only on this machine (a CPU), a skipped point, the
