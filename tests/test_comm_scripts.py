@@ -1,7 +1,8 @@
 """Tests of notebook 11's scripts: their parts in one process, then one 3-rank run
-of comm_collectives.py under the recorder of test_p2p_order.py, read twice: its
-results, and its point-to-point order replayed as nccl would run it. Notebook 11
-launches comm_lessons.py (all five lessons) and asserts what they print."""
+of comm_ring.py under the recorder of test_p2p_order.py (3 ranks: the ring's chunks
+are uneven), read twice: its record, and its point-to-point order replayed as nccl
+would run it. Notebook 11 launches comm_lessons.py (all seven lessons, 4 ranks) and
+asserts what each collective leaves on every rank."""
 
 from __future__ import annotations
 
@@ -18,7 +19,12 @@ linux_only = pytest.mark.skipif(sys.platform != "linux", reason="torchrun on Lin
 
 @pytest.fixture(scope="module")
 def coll():
-    return load_script(SCRIPTS / "comm_collectives.py")
+    return load_script(SCRIPTS / "comm_bandwidth.py")
+
+
+@pytest.fixture(scope="module")
+def ring():
+    return load_script(SCRIPTS / "comm_ring.py")
 
 
 @pytest.fixture(scope="module")
@@ -60,9 +66,9 @@ def test_max_kib_cuts_the_sweep_of_sizes_four_times_apart(coll):
         coll.sweep_sizes(0)
 
 
-def test_ring_on_one_rank_sends_nothing_and_changes_nothing(coll, group):
+def test_ring_on_one_rank_sends_nothing_and_changes_nothing(ring, group):
     t = torch.arange(5.0)
-    assert coll.ring_all_reduce(t) == 0
+    assert ring.ring_all_reduce(t) == 0
     assert torch.equal(t, torch.arange(5.0))
 
 
@@ -107,31 +113,22 @@ def test_count_bytes_adds_up_what_all_reduce_is_given(squeeze, group):
 
 @pytest.fixture(scope="module")
 def three_ranks(tmp_path_factory):
-    """One 3-rank launch of comm_collectives.py under the recorder (3 ranks: the
-    ring's chunks of 1001 elements are uneven)."""
+    """One 3-rank launch of comm_ring.py under the recorder: (record, calls)."""
     from test_p2p_order import recorded
 
     out = tmp_path_factory.mktemp("comm")
-    calls, _ = recorded(out, "comm_collectives.py", "--device", "cpu", "--max-kib", "4",
-                     "--ring-numel", "1001", nproc=3)
+    calls, _ = recorded(out, "comm_ring.py", "--device", "cpu", "--ring-numel", "1001",
+                        nproc=3)
     return load_script(SCRIPTS / "common.py").load_record(
-        out / "collectives.json", load_script(SCRIPTS / "comm_collectives.py")
-        .Collectives), calls
+        out / "ring.json", load_script(SCRIPTS / "comm_ring.py").Ring), calls
 
 
 @pytest.mark.slow
 @linux_only
-def test_three_ranks_run_the_collectives_and_the_ring(three_ranks):
-    held = three_ranks[0].held
-    before = torch.tensor(held["all_reduce"].before)
-    assert held["all_reduce"].after == [before.sum(0).tolist()] * 3
-    assert held["reduce_scatter"].after == [[v] for v in before.sum(0).tolist()]
-    ring = three_ranks[0].ring
+def test_three_ranks_ring_all_reduce_equals_all_reduce(three_ranks):
+    ring = three_ranks[0]
     assert abs(ring.sent - 2 * 2 / 3 * 1001 * 4) <= 2 * 2 * 4, ring  # uneven chunks
     assert ring.max_diff <= 1e-6 * ring.max_abs, ring
-    rows = three_ranks[0].sweeps["gloo"]
-    assert [r.bytes for r in rows] == [1024, 4096]
-    assert all(r.busbw == pytest.approx(r.algbw * 4 / 3) for r in rows)
 
 
 @pytest.mark.slow
@@ -146,19 +143,26 @@ def test_the_ring_all_reduce_of_notebook_11_runs_on_nccl(three_ranks):
     assert said is None, said
 
 
-def test_a_record_with_a_renamed_field_fails_naming_it(tmp_path):
+def test_busbw_rows_follow_the_factor_and_a_renamed_field_fails(coll, tmp_path):
     common = load_script(SCRIPTS / "common.py")
-    coll = load_script(SCRIPTS / "comm_collectives.py")
-    rec = coll.Collectives(2, "gloo", "cpu", {"reduce": coll.Held([[1.0]], [None])},
-                           coll.Ring(1, 4, 4, 0.0, 1.0), 1.0,
-                           {"gloo": [coll.Row(1024, 1.0, [1.0], 1.0, 1.0)]})
-    common.save_record(tmp_path / "c.json", rec)
-    assert common.load_record(tmp_path / "c.json", coll.Collectives) == rec
-    body = json.loads((tmp_path / "c.json").read_text())
+    rec = coll.Bandwidth(3, 1.0, {"gloo": [coll.Row(1024, 1e-3, [1e-3], 1.024e-3,
+                                                    1.024e-3 * coll.busbw_factor(3))]})
+    common.save_record(tmp_path / "b.json", rec)
+    back = common.load_record(tmp_path / "b.json", coll.Bandwidth)
+    assert back == rec and back.sweeps["gloo"][0].busbw == pytest.approx(
+        back.sweeps["gloo"][0].algbw * 4 / 3)
+    body = json.loads((tmp_path / "b.json").read_text())
     body["sweeps"]["gloo"][0]["bus_bw"] = body["sweeps"]["gloo"][0].pop("busbw")
-    (tmp_path / "c.json").write_text(json.dumps(body))
+    (tmp_path / "b.json").write_text(json.dumps(body))
     with pytest.raises(KeyError, match=r"\['bus_bw', 'busbw'\].*Row"):
-        common.load_record(tmp_path / "c.json", coll.Collectives)
+        common.load_record(tmp_path / "b.json", coll.Bandwidth)
+
+
+def test_sweep_rows_are_nccl_tests_algbw_and_busbw(coll, group):
+    rows = coll.sweep(torch.device("cpu"), [1024, 4096])
+    assert [r.bytes for r in rows] == [1024, 4096]
+    assert all(r.algbw == pytest.approx(r.bytes / r.seconds / 1e9) for r in rows)
+    assert all(r.busbw == r.algbw * coll.busbw_factor(1) for r in rows)
 
 
 def test_an_earlier_runs_flight_record_is_not_left_as_this_runs(model, join, group,
