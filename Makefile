@@ -32,7 +32,7 @@ help:
 	@echo "make unit     the fast loop: every test that starts no process (under a minute)"
 	@echo "make outputs  re-execute every notebook in place (what make test checks)"
 	@echo "make release  the student release without solutions (nbgrader): build/teach/"
-	@echo "make grade SUBMISSIONS=dir  autograde dir/<student>/NN_x.ipynb"
+	@echo "make grade SUBMISSIONS=dir  autograde dir/<student>/NN_x.ipynb (COURSE=dir: a hub's)"
 	@echo "                   -> build/teach/gradebook.csv"
 	@echo "make bench    run the benchmarks and write bench/results.json"
 	@echo "make html     export the executed course to site/"
@@ -61,6 +61,7 @@ $(STAMP): $(BIN)/python requirements.txt pyproject.toml
 # The teacher's kit (TEACHING.md): nbgrader, installed into .venv once, on top.
 TEACH_STAMP := $(VENV)/.installed-teach
 SUBMISSIONS ?=
+COURSE      ?=
 TIMEOUT     ?= 600
 
 $(TEACH_STAMP): $(STAMP) requirements-teach.txt
@@ -69,12 +70,15 @@ $(TEACH_STAMP): $(STAMP) requirements-teach.txt
 	touch $@
 
 release: $(TEACH_STAMP)
-	$(BIN)/python -m tools.teach release $(NOTEBOOKS)
+	$(BIN)/python -m tools.teach release $(if $(COURSE),--course "$(COURSE)") $(NOTEBOOKS)
 
 grade: $(TEACH_STAMP)
-	@[[ -n "$(SUBMISSIONS)" ]] || { echo "make grade needs SUBMISSIONS=folder:" \
-	    "one folder per student, holding their NN_name.ipynb files" >&2; exit 2; }
-	$(BIN)/python -m tools.teach grade "$(SUBMISSIONS)" --timeout $(TIMEOUT)
+	@[[ -n "$(SUBMISSIONS)$(COURSE)" ]] || { echo "make grade needs SUBMISSIONS=folder:" \
+	    "one folder per student, holding their NN_name.ipynb files" \
+	    "(or COURSE=an nbgrader course folder)" >&2; exit 2; }
+	$(BIN)/python -m tools.teach grade $(if $(SUBMISSIONS),"$(SUBMISSIONS)") \
+	    $(if $(COURSE),--course "$(COURSE)") \
+	    --timeout $(TIMEOUT)
 
 # Colab's pair, the oldest the course supports: Python 3.13 and the torch Colab ships
 # (requirements-compat.txt), in a second venv. Everything else as in requirements.txt.

@@ -1,35 +1,42 @@
 """Build the student release, or grade a folder of submissions, with nbgrader.
 
-    python -m tools.teach release [--out build/teach] [NOTEBOOK ...]
-    python -m tools.teach grade SUBMISSIONS [--out build/teach] [--timeout 600]
+    python -m tools.teach release [--out build/teach] [--course DIR] [NOTEBOOK ...]
+    python -m tools.teach grade [SUBMISSIONS] [--course DIR] [--timeout 600]
 
 `release` writes nbgrader's course folder in OUT/course (source/: the instructor
 version; release/: what students get, one folder per notebook). `grade` takes
 SUBMISSIONS/<student>/.../NN_name.ipynb (nbgrader's submitted/ folder has that shape),
 autogrades them in OUT/grading, and writes OUT/gradebook.csv (one row per student, one
 column per exercise), nbgrader's grades.csv and its HTML feedback per student.
+With --course DIR (a JupyterHub's nbgrader course folder), both work in DIR instead:
+release adds the notebooks to it, grade autogrades DIR/submitted into DIR's own
+gradebook (what the formgrader shows) and writes the same OUT/gradebook.csv.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import csv
 import os
+import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
 
+from tools.teach.nbgrader_ext import judge_ahead
 from tools.teach.notebooks import instructor_version
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", ".ipynb_checkpoints")
 
-CONFIG = """\
-# Written by `python -m tools.teach`; rebuilt on every run.
+MARK = "# --- tools.teach: from here to the end; rewritten on every run ---"
+CONFIG = MARK + """
 import sys
 sys.path.insert(0, {root!r})  # tools.teach, for the two classes below
 
@@ -39,10 +46,9 @@ from nbgrader.preprocessors import (
     ClearSolutions, ComputeChecksums, IgnorePattern, IncludeHeaderFooter,
     InstantiateTests, LimitOutput, LockCells, SaveAutoGrades, SaveCells)
 
-from tools.teach.nbgrader_ext import NotebookDeadline
+from tools.teach.nbgrader_ext import Judge
 
 c = get_config()  # noqa: F821
-c.CourseDirectory.course_id = "pytorch-gpu-course"
 # The placeholder stays in the learner's cell: the solution region becomes nothing.
 c.ClearSolutions.code_stub = {{"python": ""}}
 # Learners may edit any cell to try things; autograding puts read-only cells back.
@@ -53,13 +59,37 @@ c.GenerateAssignment.preprocessors = [
     IncludeHeaderFooter, InstantiateTests, LockCells, ClearSolutions,
     CheckCellMetadata, ComputeChecksums, SaveCells, ClearHiddenTests,
     ClearMarkScheme, ComputeChecksums, CheckCellMetadata]
+# No kernel runs the submission: the judge runs the course's cells and the learner's
+# answer cells in a process of its own (tools/teach/nbgrader_ext.py).
 c.Autograde.autograde_preprocessors = [
-    NotebookDeadline, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
+    Judge, IgnorePattern, ClearMetadataPreprocessor, LimitOutput,
     SaveAutoGrades, AssignLatePenalties, CheckCellMetadata]
-c.NotebookDeadline.timeout = {cell_timeout}
-c.NotebookDeadline.notebook_timeout = {timeout}
+c.Judge.cell_timeout = {cell_timeout}
+c.Judge.timeout = {timeout}
 c.OverwriteCells.add_missing_cells = True  # a deleted grade cell comes back
 """
+FRESH = ('c = get_config()  # noqa: F821\n'
+         'c.CourseDirectory.course_id = "pytorch-gpu-course"\n')
+SCRIPT = re.compile(r"\b(\w+)\.py\b")
+
+
+def needed_scripts(notebook: Path) -> set[str]:
+    """Return the scripts/ files that `notebook`'s code names, and what they import
+    from scripts/ in turn."""
+    have = {p.stem for p in (NOTEBOOKS / "scripts").glob("*.py")}
+    code = "\n".join(c.source for c in nbformat.read(notebook, as_version=4).cells
+                     if c.cell_type == "code")
+    todo, found = {m for m in SCRIPT.findall(code) if m in have}, set()
+    while todo:
+        name = todo.pop()
+        found.add(name)
+        tree = ast.parse((NOTEBOOKS / "scripts" / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            todo |= {n.split(".")[0] for n in names} & have - found
+    return {f"{n}.py" for n in found}
+
 
 
 def nbgrader(course: Path, *args: str, log: Path | None = None) -> int:
@@ -77,24 +107,41 @@ def nbgrader(course: Path, *args: str, log: Path | None = None) -> int:
             out.close()
 
 
-def build_course(course: Path, notebooks: list[Path], *, timeout: int = 600,
-                 cell_timeout: int = 300) -> Path:
-    """Write a fresh nbgrader course folder with the instructor version of each
-    notebook, and let nbgrader generate the release (and its gradebook)."""
-    if course.exists():
-        shutil.rmtree(course)
-    (course / "source").mkdir(parents=True)
-    (course / "nbgrader_config.py").write_text(CONFIG.format(
+def write_config(course: Path, *, fresh: bool, timeout: int = 600,
+                 cell_timeout: int = 300) -> None:
+    """Write the course's nbgrader settings into course/nbgrader_config.py: the whole
+    file for a fresh course, else after what a hub's own config already says."""
+    path = course / "nbgrader_config.py"
+    own = "" if fresh or not path.exists() else path.read_text().split(MARK)[0]
+    path.write_text((FRESH if fresh else own) + CONFIG.format(
         root=str(ROOT), timeout=timeout, cell_timeout=cell_timeout))
+
+
+def build_course(course: Path, notebooks: list[Path], *, timeout: int = 600,
+                 cell_timeout: int = 300, colab_url: str = "",
+                 fresh: bool = True) -> Path:
+    """Write an nbgrader course folder (a fresh one, or add to a hub's) with the
+    instructor version of each notebook, and let nbgrader generate the release."""
+    if fresh and course.exists():
+        shutil.rmtree(course)
+    (course / "source").mkdir(parents=True, exist_ok=True)
+    write_config(course, fresh=fresh, timeout=timeout, cell_timeout=cell_timeout)
     log = course / "generate.log"
     for path in notebooks:
         folder = course / "source" / path.stem
+        if folder.exists():
+            shutil.rmtree(folder)
         folder.mkdir()
-        nbformat.write(instructor_version(path), folder / path.name)
+        nbformat.write(instructor_version(path, colab_url), folder / path.name)
         shutil.copytree(ROOT / "helpers", folder / "helpers", ignore=IGNORE)
-        shutil.copytree(NOTEBOOKS / "scripts", folder / "scripts", ignore=IGNORE)
-    if nbgrader(course, "generate_assignment", "*", "--force", log=log):
-        sys.exit(f"nbgrader could not generate the release: see {log}")
+        scripts = needed_scripts(path)
+        if scripts:
+            (folder / "scripts").mkdir()
+            for name in sorted(scripts):
+                shutil.copyfile(NOTEBOOKS / "scripts" / name, folder / "scripts" / name)
+    for name in ["*"] if fresh else [p.stem for p in notebooks]:  # a hub's others stay
+        if nbgrader(course, "generate_assignment", name, "--force", log=log):
+            sys.exit(f"nbgrader could not generate the release: see {log}")
     return course / "release"
 
 
@@ -126,28 +173,44 @@ def collect(submissions: Path) -> dict[str, dict[str, Path]]:
 
 def release(args) -> None:
     """Build the student release of the notebooks named (all by default)."""
-    folder = build_course(Path(args.out) / "course", course_notebooks(args.notebooks))
+    course = Path(args.course) if args.course else Path(args.out) / "course"
+    folder = build_course(course.resolve(), course_notebooks(args.notebooks),
+                          colab_url=args.colab_url, fresh=not args.course)
     count = len(list(folder.glob("*/*.ipynb")))
     print(f"student release: {folder} ({count} notebooks, one folder each)")
 
 
 def grade(args) -> None:
     """Autograde SUBMISSIONS and write the gradebook."""
-    submissions = Path(args.submissions)
+    hub = Path(args.course).resolve() if args.course else None
+    if not args.submissions and not hub:
+        sys.exit("grade needs SUBMISSIONS (a folder of student folders) or --course")
+    submissions = Path(args.submissions or hub / "submitted").resolve()
     if not submissions.is_dir():
         sys.exit(f"SUBMISSIONS={submissions} is not a folder of student folders")
     found = collect(submissions)
     if not found:
         sys.exit(f"no course notebooks under {submissions}/<student>/")
     stems = sorted({stem for got in found.values() for stem in got})
-    course = Path(args.out).resolve() / "grading"
-    build_course(course, [NOTEBOOKS / f"{s}.ipynb" for s in stems],
-                 timeout=args.timeout, cell_timeout=args.cell_timeout)
+    course = hub or Path(args.out).resolve() / "grading"
+    if hub:  # released from this course already; its settings with these limits
+        write_config(hub, fresh=False, timeout=args.timeout,
+                     cell_timeout=args.cell_timeout)
+    else:
+        build_course(course, [NOTEBOOKS / f"{s}.ipynb" for s in stems],
+                     timeout=args.timeout, cell_timeout=args.cell_timeout)
     for student, got in found.items():
         for stem, path in got.items():
             dest = course / "submitted" / student / stem / f"{stem}.ipynb"
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, dest)
+            if dest.resolve() != path.resolve():
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, dest)
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:  # one judge per core
+        list(pool.map(lambda job: judge_ahead(
+            course, course / "source" / job[1] / f"{job[1]}.ipynb",
+            course / "submitted" / job[0] / job[1] / f"{job[1]}.ipynb", job[0],
+            timeout=args.timeout, cell_timeout=args.cell_timeout),
+            [(s, stem) for s, got in found.items() for stem in got]))
     log = course / "autograde.log"
     nbgrader(course, "autograde", "*", "--force", log=log)  # a failure is logged; the
     # other submissions go on
@@ -174,14 +237,19 @@ def main(argv: list[str] | None = None) -> None:
     rel = sub.add_parser("release", help="build the student release")
     rel.add_argument("notebooks", nargs="*", help="default: every course notebook")
     gra = sub.add_parser("grade", help="autograde a folder of submissions")
-    gra.add_argument("submissions", help="a folder of <student>/ folders")
+    gra.add_argument("submissions", nargs="?",
+                     help="a folder of <student>/ folders (default: COURSE/submitted)")
     gra.add_argument("--timeout", type=int, default=600,
                      help="seconds for each submitted notebook (default 600)")
     gra.add_argument("--cell-timeout", type=int, default=300,
-                     help="seconds for each cell (default 300)")
+                     help="seconds for each exercise's code and each check of it "
+                          "(default 300)")
     gra.add_argument("--no-feedback", dest="feedback", action="store_false",
                      help="skip nbgrader's HTML feedback")
+    rel.add_argument("--colab-url", default="",
+                     help="a git URL of your copy of the release, for its Colab cell")
     for p in (rel, gra):
+        p.add_argument("--course", help="work in this nbgrader course folder (a hub's)")
         p.add_argument("--out", default=str(ROOT / "build" / "teach"),
                        help="where the course folder goes (default build/teach)")
     args = parser.parse_args(argv)

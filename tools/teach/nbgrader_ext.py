@@ -1,65 +1,168 @@
 """The two places where the course configures nbgrader beyond its options.
 
-`NotebookDeadline` is nbgrader's own Execute preprocessor with a time limit for the
-whole notebook as well as for each cell; `PerExercise` is an `nbgrader export` plugin
-that writes one row per student and one column per exercise, with a word for each.
+`Judge` takes the place of nbgrader's Execute preprocessor in autograding: the
+verdicts come from tools/teach/judge.py, run in a process of its own on the course's
+cells and the learner's answer cells only, in a copy of the release's folder (no
+solutions, the checkout off its path), within a time limit for the whole notebook and
+for each cell. `PerExercise` is an `nbgrader export` plugin that writes one row per
+student and one column per exercise, with a word for each.
 """
 
 from __future__ import annotations
 
+import ast
 import csv
-import time
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
+from nbconvert.preprocessors import Preprocessor
 from nbformat.notebooknode import NotebookNode
-from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin, ExportPlugin
-from nbgrader.preprocessors import Execute
-from traitlets import Integer
+from traitlets import Bool, Integer, Unicode
 
-TIMEOUT_NAMES = {"CellTimeoutError", "NotebookTimeout"}
+from tests.exercise_plugin import wrong_answers
+from tools.teach.held_out import held_out
 
-
-class NotebookDeadline(Execute):
-    """Execute, with every cell's limit cut to what is left of the notebook's."""
-
-    notebook_timeout = Integer(
-        600, help="Seconds for the whole notebook; later cells are not run").tag(
-        config=True)
-
-    def preprocess(self, nb, resources=None, km=None):
-        """Start the notebook's clock, then run it as nbgrader does."""
-        self._deadline = time.monotonic() + self.notebook_timeout
-        return super().preprocess(nb, resources, km)
-
-    def _get_timeout(self, cell):
-        """Return the cell's own limit, or what is left of the notebook's if less."""
-        left = max(1, round(self._deadline - time.monotonic()))
-        own = super()._get_timeout(cell)
-        return left if own is None else min(own, left)
-
-    def preprocess_cell(self, cell, resources, index):
-        """Run the cell unless time is up; a grade cell's stderr counts as stdout."""
-        if cell.cell_type == "code" and time.monotonic() >= self._deadline:
-            cell.outputs = [nbformat.v4.new_output(
-                "error", ename="NotebookTimeout",
-                evalue=f"the notebook's {self.notebook_timeout} s were up; not run",
-                traceback=[f"NotebookTimeout: over {self.notebook_timeout} s"])]
-            return cell, resources
-        cell, resources = super().preprocess_cell(cell, resources, index)
-        if utils.is_grade(cell):  # a warning must not cost the point (nbgrader would)
-            for out in cell.outputs:
-                if out.output_type == "stream" and out.name == "stderr":
-                    out.name = "stdout"
-        return cell, resources
+ROOT = Path(__file__).resolve().parents[2]
+JUDGE = Path(__file__).with_name("judge.py")
+ENTRY = re.compile(r"exercise (\d+): ([^:]*)(?::|$)")
 
 
-def _errors(cell: NotebookNode | None) -> list:
-    """Return the error outputs of `cell` (none for a missing cell)."""
-    return [o for o in (cell.outputs if cell is not None else [])
-            if o.output_type == "error"]
+def judge_cells(source: NotebookNode, submitted: NotebookNode, stem: str) -> list:
+    """Return the judge's cells: the course's code cells of the instructor version
+    `source`, and for each exercise the learner's cell from `submitted` (None when
+    deleted), its check call and held-back parts."""
+    learner = {c.metadata["nbgrader"]["grade_id"]: c.source for c in submitted.cells
+               if c.cell_type == "code"
+               and c.metadata.get("nbgrader", {}).get("solution")}
+    wrong, extra, cells = wrong_answers(Path(f"{stem}.ipynb")), held_out(stem), []
+    for cell in source.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("grade"):
+            continue
+        grade_id = meta.get("grade_id", "")
+        if not grade_id.startswith("answer-"):
+            cells.append({"kind": "course", "source": cell.source})
+            continue
+        k = int(grade_id.split("-")[1])
+        lines = [ln for ln in cell.source.split("\n")
+                 if not ln.lstrip().startswith("%")]
+        last = ast.parse("\n".join(lines)).body[-1]
+        call = ast.get_source_segment("\n".join(lines), last)
+        cells.append({"kind": "answer", "number": k, "source": learner.get(grade_id),
+                      "call": call, "learner": ast.unparse(last.value.args[0]),
+                      "wrong": wrong.get(k, []), "held_out": extra.get(k, [])})
+    return cells
+
+
+def run_judge(cells: list, folder: Path, *, timeout: int, cell_timeout: int) -> dict:
+    """Run the judge on `cells` in a copy of `folder` (its files but notebooks);
+    return {exercise number: verdict}, a missing number having run out of time."""
+    with tempfile.TemporaryDirectory(prefix="judge-") as tmp:
+        work = Path(tmp) / folder.name
+        shutil.copytree(folder, work, ignore=shutil.ignore_patterns(
+            "*.ipynb", ".ipynb_checkpoints", "__pycache__"))
+        job = {"cells": cells, "folder": str(work), "hide": [str(ROOT)],
+               "cell_timeout": cell_timeout}
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        # Idle OpenMP threads sleep instead of spinning: with a judge per core, spinning
+        # threads burn the CPU the other judges need. The results are the same.
+        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            done = subprocess.run([sys.executable, "-I", str(JUDGE)], cwd=work, env=env,
+                                  input=json.dumps(job), capture_output=True,
+                                  text=True, timeout=timeout)
+            out = done.stdout
+        except subprocess.TimeoutExpired as err:
+            out = err.stdout.decode() if isinstance(err.stdout, bytes) else (
+                err.stdout or "")
+    found = {}
+    for line in out.splitlines():
+        try:
+            verdict = json.loads(line)
+        except ValueError:
+            continue
+        found[verdict["number"]] = verdict
+    return found
+
+
+def job_key(cells: list, timeout: int, cell_timeout: int) -> str:
+    """Return a fingerprint of one judge's job, for its verdicts judged beforehand."""
+    job = json.dumps([cells, timeout, cell_timeout], sort_keys=True)
+    return hashlib.sha256(job.encode()).hexdigest()
+
+
+def judged_path(course: Path, student: str, notebook: str) -> Path:
+    """Return where `python -m tools.teach grade` keeps verdicts judged beforehand."""
+    return Path(course) / "judged" / student / f"{notebook}.json"
+
+
+def judge_ahead(course: Path, source: Path, submitted: Path, student: str, *,
+                timeout: int, cell_timeout: int) -> None:
+    """Judge one submission before nbgrader's autograde asks (several at once, one
+    per core), keeping its verdicts under the job's fingerprint."""
+    stem = submitted.stem
+    cells = judge_cells(nbformat.read(source, as_version=4),
+                        nbformat.read(submitted, as_version=4), stem)
+    found = run_judge(cells, source.parent, timeout=timeout, cell_timeout=cell_timeout)
+    path = judged_path(course, student, stem)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"key": job_key(cells, timeout, cell_timeout),
+                                "verdicts": list(found.values())}))
+
+
+class Judge(Preprocessor):
+    """Autograde a notebook with tools/teach/judge.py instead of its own kernel."""
+
+    enabled = Bool(True)  # nbconvert's preprocessors are off unless enabled
+    timeout = Integer(600, help="Seconds for the whole notebook").tag(config=True)
+    cell_timeout = Integer(300, help="Seconds for each cell").tag(config=True)
+    source_directory = Unicode("source").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        """Set each grade cell's output to the judge's verdict (an error unless right)
+        and each answer cell's to what the learner's code printed."""
+        assignment = resources["nbgrader"]["assignment"]
+        name = resources["nbgrader"]["notebook"]
+        folder = Path(self.source_directory) / assignment
+        source = nbformat.read(folder / f"{name}.ipynb", as_version=4)
+        cells = judge_cells(source, nb, name)
+        ahead = judged_path(Path.cwd(), resources["nbgrader"]["student"], name)
+        saved = json.loads(ahead.read_text()) if ahead.exists() else {}
+        if saved.get("key") == job_key(cells, self.timeout, self.cell_timeout):
+            found = {v["number"]: v for v in saved["verdicts"]}
+        else:  # a plain `nbgrader autograde`, or a submission changed since
+            found = run_judge(cells, folder, timeout=self.timeout,
+                              cell_timeout=self.cell_timeout)
+        for cell in nb.cells:
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id", "")
+            if cell.cell_type != "code" or "-" not in grade_id:
+                continue
+            kind, k = grade_id.rsplit("-", 1)
+            verdict = found.get(int(k)) if k.isdigit() else None
+            if kind == "answer":
+                cell.outputs = [nbformat.v4.new_output(
+                    "stream", name="stdout", text=verdict["output"][-3000:])] if (
+                    verdict and verdict["output"]) else []
+            elif kind == "exercise":
+                if verdict is None:
+                    verdict = {"entry": "timed out",
+                               "said": f"the notebook's {self.timeout} s were up"}
+                text = f"exercise {k}: {verdict['entry']}: {verdict['said']}"
+                cell.outputs = [nbformat.v4.new_output(
+                    "stream", name="stdout", text=text + "\n")
+                    if verdict["entry"] == "right" else nbformat.v4.new_output(
+                    "error", ename="NotRight", evalue=text, traceback=[text])]
+        return nb, resources
 
 
 def _by_id(nb: NotebookNode) -> dict:
@@ -68,39 +171,20 @@ def _by_id(nb: NotebookNode) -> dict:
             if c.metadata.get("nbgrader", {}).get("grade_id")}
 
 
-def entry(source: list, submitted: NotebookNode | None, graded: NotebookNode | None,
-          number: int, score: float | None) -> str:
-    """Return the gradebook's word for exercise `number` of one submission.
-
-    `source` is the instructor version's grade ids in order; `score` is nbgrader's.
-    """
+def entry(submitted: NotebookNode | None, graded: NotebookNode | None,
+          number: int) -> str:
+    """Return the gradebook's word for exercise `number` of one submission: the
+    judge's, from the graded notebook's grade cell."""
     if submitted is None:
         return "not submitted"
     if graded is None:
         return "not graded: see autograde.log"
-    answer, grade = f"answer-{number}", f"exercise-{number}"
-    present, cells = _by_id(submitted), _by_id(graded)
-    if answer not in present:
-        return "cell deleted"
-    if score and grade in cells and not _errors(cells[grade]):
-        return "right"
-    before = source[:source.index(grade)]
-    course = [n for n in before if not n.startswith(("answer-", "exercise-"))]
-    looked = [cells.get(n) for n in course] + [
-        cells.get(answer), cells.get(grade)]  # the course's cells and this exercise's
-    if any(e.ename in TIMEOUT_NAMES for c in looked for e in _errors(c)):
-        return "timed out"
-    own = _errors(cells.get(answer)) + _errors(cells.get(grade))
-    said = own[-1].evalue if own else ""
-    for word in ("check changed", "not answered yet", "not yet"):
-        if f"exercise {number}: {word}" in said:
-            learner = _errors(cells[answer])
-            if learner and word != "check changed":  # say why: their cell raised
-                return f"raised {learner[0].ename}"
-            return "not answered" if word == "not answered yet" else word
-    if any(name not in present for name in before):
-        return "cell deleted"
-    return f"raised {own[0].ename}" if own else "not yet"
+    cell = _by_id(graded).get(f"exercise-{number}")
+    for out in cell.outputs if cell is not None else []:
+        said = ENTRY.match(out.get("text", "") or out.get("evalue", ""))
+        if said and int(said.group(1)) == number:
+            return said.group(2).strip()
+    return "not graded: see autograde.log"
 
 
 class PerExercise(ExportPlugin):
@@ -117,8 +201,6 @@ class PerExercise(ExportPlugin):
         students = sorted(s.id for s in gradebook.students)
         for assignment in sorted(gradebook.assignments, key=lambda a: a.name):
             for notebook in assignment.notebooks:
-                source = list(_by_id(_read(coursedir.format_path(
-                    coursedir.source_directory, ".", assignment.name), notebook.name)))
                 exercises = sorted(int(c.name.split("-")[1])
                                    for c in notebook.grade_cells)
                 columns += [f"{assignment.name[:2]} ex{k}" for k in exercises]
@@ -137,9 +219,10 @@ class PerExercise(ExportPlugin):
                                 student).score
                         except MissingEntry:
                             score = None
-                        row[f"{assignment.name[:2]} ex{k}"] = entry(
-                            source, submitted, graded, k, score)
-                        row["score"] += score or 0.0
+                        word = entry(submitted, graded, k)
+                        row[f"{assignment.name[:2]} ex{k}"] = word
+                        # the judge's word and nbgrader's score must agree on a point
+                        row["score"] += (score or 0.0) if word == "right" else 0.0
                         row["max"] += 1.0
         with open(dest, "w", newline="") as f:
             writer = csv.writer(f)

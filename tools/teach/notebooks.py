@@ -6,20 +6,20 @@ In the instructor version (nbgrader's "source"):
   `### END SOLUTION` with the learner's name bound to the solution's, then the
   exercise's own `check(...)` call; the release keeps the placeholder and the call;
 - the course's solution cell (tag `solution`) is gone: its code lives in that region;
-- after each exercise comes an autograder cell whose `### BEGIN HIDDEN TESTS` region
-  runs tools/teach/judge.py's verdict on the learner's names and on every held-back
-  wrong answer of tests/wrong_answers/; the release keeps only its title line;
+- after each exercise comes an autograder cell that holds only its title: the
+  verdict is the judge's (tools/teach/judge.py), in a process of its own, and no
+  notebook holds a hidden test;
 - code in the learner's cell that is not theirs to write (the check's test, its
   tables) moves to a cell of its own just before it;
-- every other code cell is a read-only nbgrader cell, which autograding puts back as
-  it was, so a learner's edit to a check cannot change a grade.
+- every other code cell is a read-only nbgrader cell;
+- the Colab setup cell and badge no longer fetch the course (with its solutions):
+  the setup cell uses the release folder beside the notebook, or a teacher's copy.
 """
 
 from __future__ import annotations
 
 import ast
 import copy
-import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,12 +27,31 @@ import nbformat
 from nbformat.notebooknode import NotebookNode
 
 from tests.exercise_plugin import check_call, wrong_answers
-from tools.teach import judge
 
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
-BEGIN_TESTS, END_TESTS = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 GRADE_TITLE = ("#@title Grading of exercise {k} "
-               "(the grader's tests go here; nothing to run)")
+               "(the grader writes its verdict here; nothing to run)")
+BADGE = "colab.research.google.com/github/"
+
+COLAB_CELL = """\
+#@title Colab setup (does nothing elsewhere)
+# Colab only: the release's helpers/ and scripts/ must sit beside this notebook.
+import sys
+
+if "google.colab" in sys.modules:
+    import os
+    import subprocess
+
+    url = {url!r}  # the teacher's copy of the release, if there is one
+    here = "/content/release/{stem}" if url else "/content"
+    if url and not os.path.isdir("/content/release"):
+        subprocess.run(["git", "clone", "-q", "--depth=1", url, "/content/release"],
+                       check=True)
+    if not os.path.isdir(os.path.join(here, "helpers")):
+        raise SystemExit("Upload this notebook's folder to Colab's Files pane "
+                         "(helpers/ and scripts/ beside the notebook), then rerun.")
+    sys.path.insert(0, here)
+    os.chdir(here)"""
 
 
 def _tags(cell: NotebookNode) -> set:
@@ -112,14 +131,8 @@ def exercises(nb: NotebookNode, path: Path) -> list[Exercise]:
 
 
 def grade_cell_source(ex: Exercise) -> str:
-    """Return the autograder cell of `ex`: a title, then the hidden tests."""
-    verdict = inspect.getsource(judge.grade_exercise).replace(
-        "def grade_exercise(", "def _grade_exercise(", 1)
-    answers = "".join(f"    {answer!r},\n" for answer in ex.wrong)
-    return "\n".join([
-        GRADE_TITLE.format(k=ex.number), BEGIN_TESTS, verdict.rstrip(), "",
-        f"_grade_exercise(globals(), {ex.number}, {ex.call!r}, [\n{answers}])",
-        "del _grade_exercise", END_TESTS])
+    """Return the autograder cell of `ex`: its title alone."""
+    return GRADE_TITLE.format(k=ex.number)
 
 
 def _nbgrader(cell: NotebookNode, grade_id: str, *, solution=False, grade=False,
@@ -131,8 +144,9 @@ def _nbgrader(cell: NotebookNode, grade_id: str, *, solution=False, grade=False,
     cell.metadata["nbgrader"] = meta
 
 
-def instructor_version(path: Path) -> NotebookNode:
-    """Return nbgrader's instructor version of the course notebook at `path`."""
+def instructor_version(path: Path, colab_url: str = "") -> NotebookNode:
+    """Return nbgrader's instructor version of the course notebook at `path`; its
+    Colab cell clones `colab_url` (the teacher's copy of the release), if given."""
     nb = nbformat.read(path, as_version=4)
     found = exercises(nb, path)
     solutions = {id(ex.solution) for ex in found}
@@ -142,6 +156,11 @@ def instructor_version(path: Path) -> NotebookNode:
         if id(cell) in solutions:
             continue
         cell = copy.deepcopy(cell)
+        if "colab-setup" in _tags(cell):
+            cell.source = COLAB_CELL.format(url=colab_url, stem=Path(path).stem)
+        if cell.cell_type == "markdown" and BADGE in cell.source:
+            cell.source = "\n".join(line for line in cell.source.split("\n")
+                                    if BADGE not in line)
         if cell.cell_type == "code" and id(nb.cells[i]) in by_cell:
             ex = by_cell[id(nb.cells[i])]
             if ex.setup:  # the check's code: read-only, so grading puts it back
