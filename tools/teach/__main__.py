@@ -21,14 +21,14 @@ import csv
 import os
 import re
 import shutil
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
+from nbgrader.api import Gradebook
 
-from tools.teach.nbgrader_ext import judge_ahead
+from tools.teach.nbgrader_ext import export, judge_ahead
 from tools.teach.notebooks import instructor_version
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,19 +92,33 @@ def needed_scripts(notebook: Path) -> set[str]:
 
 
 
-def nbgrader(course: Path, *args: str, log: Path | None = None) -> int:
-    """Run `nbgrader ARGS` in `course`; return its exit status."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
-        TQDM_DISABLE="1", PYTHONHASHSEED="0", PYDEVD_DISABLE_FILE_VALIDATION="1")
-    out = open(log, "a") if log else subprocess.DEVNULL  # noqa: SIM115
+def nbgrader(course: Path, command: str, *args: str, log: Path) -> bool:
+    """Run nbgrader's `command` (an NbGraderAPI method, such as autograde) with `args`
+    in `course`, in this process (an nbgrader process costs seconds to start); append
+    its log to `log`; return whether it succeeded."""
+    from nbgrader.apps import NbGraderAPI
+    from nbgrader.coursedir import CourseDirectory
+    from traitlets.config.loader import PyFileConfigLoader
+
+    os.environ.update(TQDM_DISABLE="1", PYTHONHASHSEED="0",  # the judges inherit them
+                      PYDEVD_DISABLE_FILE_VALIDATION="1")
+    bin_dir = str(Path(sys.executable).parent)  # nbgrader's database runs `alembic`
+    if bin_dir not in os.environ["PATH"].split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join([bin_dir, os.environ["PATH"]])
+    here = os.getcwd()
+    os.chdir(course)  # where the course's settings look for source/ and judged/
     try:
-        return subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course,
-                              env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+        config = PyFileConfigLoader("nbgrader_config.py",
+                                    path=str(course)).load_config()
+        api = NbGraderAPI(coursedir=CourseDirectory(config=config, root=str(course)),
+                          config=config)
+        done = getattr(api, command)(*args, force=True)
     finally:
-        if log:
-            out.close()
+        os.chdir(here)
+    with open(log, "a") as f:
+        f.write(done.get("log") or "")
+        f.write(done.get("error") or "")
+    return bool(done["success"])
 
 
 def write_config(course: Path, *, fresh: bool, timeout: int = 600,
@@ -139,8 +153,8 @@ def build_course(course: Path, notebooks: list[Path], *, timeout: int = 600,
             (folder / "scripts").mkdir()
             for name in sorted(scripts):
                 shutil.copyfile(NOTEBOOKS / "scripts" / name, folder / "scripts" / name)
-    for name in ["*"] if fresh else [p.stem for p in notebooks]:  # a hub's others stay
-        if nbgrader(course, "generate_assignment", name, "--force", log=log):
+    for path in notebooks:  # a hub's other assignments stay as they are
+        if not nbgrader(course, "generate_assignment", path.stem, log=log):
             sys.exit(f"nbgrader could not generate the release: see {log}")
     return course / "release"
 
@@ -212,14 +226,16 @@ def grade(args) -> None:
             timeout=args.timeout, cell_timeout=args.cell_timeout),
             [(s, stem) for s, got in found.items() for stem in got]))
     log = course / "autograde.log"
-    nbgrader(course, "autograde", "*", "--force", log=log)  # a failure is logged; the
-    # other submissions go on
+    for student, got in found.items():  # a failure is logged; the others go on
+        for stem in got:
+            nbgrader(course, "autograde", stem, student, log=log)
     gradebook = Path(args.out).resolve() / "gradebook.csv"
-    if nbgrader(course, "export", "--exporter=tools.teach.nbgrader_ext.PerExercise",
-                f"--to={gradebook}", log=log):  # and nbgrader's grades.csv
-        sys.exit(f"nbgrader export failed: see {log}")
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as book:  # in-process:
+        export(book, course, gradebook)  # an nbgrader process costs seconds to start
     if args.feedback:
-        nbgrader(course, "generate_feedback", "*", "--force", log=log)
+        for student, got in found.items():
+            for stem in got:
+                nbgrader(course, "generate_feedback", stem, student, log=log)
     with open(gradebook, newline="") as f:
         rows = list(csv.reader(f))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

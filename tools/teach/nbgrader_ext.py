@@ -187,52 +187,52 @@ def entry(submitted: NotebookNode | None, graded: NotebookNode | None,
     return "not graded: see autograde.log"
 
 
+def export(gradebook: Gradebook, root: Path, dest: Path) -> None:
+    """Write one row per student, one column per exercise ('01 ex2') and the score to
+    `dest`, and nbgrader's own CSV (a row per student and notebook) to
+    root/grades.csv, for the nbgrader course folder `root`."""
+    CsvExportPlugin(to=str(Path(root) / "grades.csv")).export(gradebook)
+    columns, rows = [], {}
+    students = sorted(s.id for s in gradebook.students)
+    for assignment in sorted(gradebook.assignments, key=lambda a: a.name):
+        for notebook in assignment.notebooks:
+            exercises = sorted(int(c.name.split("-")[1]) for c in notebook.grade_cells)
+            columns += [f"{assignment.name[:2]} ex{k}" for k in exercises]
+            for student in students:
+                row = rows.setdefault(student, {"score": 0.0, "max": 0.0})
+                submitted = _read(Path(root) / "submitted" / student / assignment.name,
+                                  notebook.name)
+                graded = _read(Path(root) / "autograded" / student / assignment.name,
+                               notebook.name)
+                for k in exercises:
+                    try:
+                        score = gradebook.find_grade(
+                            f"exercise-{k}", notebook.name, assignment.name,
+                            student).score
+                    except MissingEntry:
+                        score = None
+                    word = entry(submitted, graded, k)
+                    row[f"{assignment.name[:2]} ex{k}"] = word
+                    # the judge's word and nbgrader's score must agree on a point
+                    row["score"] += (score or 0.0) if word == "right" else 0.0
+                    row["max"] += 1.0
+    with open(dest, "w", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["student", *columns, "score", "max"])
+        for student in students:
+            row = rows[student]
+            writer.writerow([student, *(row.get(c, "not submitted") for c in columns),
+                             f"{row['score']:g}", f"{row['max']:g}"])
+
+
 class PerExercise(ExportPlugin):
-    """Export one row per student, one column per exercise ('01 ex2'), and the score;
-    and nbgrader's own CSV (a row per student and notebook) as grades.csv beside it."""
+    """`nbgrader export --exporter=tools.teach.nbgrader_ext.PerExercise`: export()'s
+    two CSVs, for a course graded by a plain `nbgrader autograde`."""
 
     def export(self, gradebook: Gradebook) -> None:
-        """Write the CSV to `--to` (default gradebook.csv), then nbgrader's."""
-        coursedir = self.parent.coursedir
-        dest = Path(self.to or "gradebook.csv")
-        CsvExportPlugin(parent=self.parent, to=str(Path(coursedir.root) /
-                                                   "grades.csv")).export(gradebook)
-        columns, rows = [], {}
-        students = sorted(s.id for s in gradebook.students)
-        for assignment in sorted(gradebook.assignments, key=lambda a: a.name):
-            for notebook in assignment.notebooks:
-                exercises = sorted(int(c.name.split("-")[1])
-                                   for c in notebook.grade_cells)
-                columns += [f"{assignment.name[:2]} ex{k}" for k in exercises]
-                for student in students:
-                    row = rows.setdefault(student, {"score": 0.0, "max": 0.0})
-                    submitted = _read(coursedir.format_path(
-                        coursedir.submitted_directory, student, assignment.name),
-                        notebook.name)
-                    graded = _read(coursedir.format_path(
-                        coursedir.autograded_directory, student, assignment.name),
-                        notebook.name)
-                    for k in exercises:
-                        try:
-                            score = gradebook.find_grade(
-                                f"exercise-{k}", notebook.name, assignment.name,
-                                student).score
-                        except MissingEntry:
-                            score = None
-                        word = entry(submitted, graded, k)
-                        row[f"{assignment.name[:2]} ex{k}"] = word
-                        # the judge's word and nbgrader's score must agree on a point
-                        row["score"] += (score or 0.0) if word == "right" else 0.0
-                        row["max"] += 1.0
-        with open(dest, "w", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(["student", *columns, "score", "max"])
-            for student in students:
-                row = rows[student]
-                writer.writerow([student, *(row.get(c, "not submitted")
-                                            for c in columns),
-                                 f"{row['score']:g}", f"{row['max']:g}"])
-        self.log.info("Wrote %s", dest)
+        """Write the CSV to `--to` (default gradebook.csv), and nbgrader's."""
+        export(gradebook, Path(self.parent.coursedir.root),
+               Path(self.to or "gradebook.csv"))
 
 
 def _read(folder: str, name: str) -> NotebookNode | None:
