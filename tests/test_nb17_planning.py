@@ -1,8 +1,10 @@
 """Tests of notebooks/scripts/gpt_plan.py (notebook 17) and gpt.py's Llama-3 options:
-the shapes against the published counts, grouped-query attention against repeated
+grouped-query attention against repeated
 heads, the fake world's clean-up, the depth and batch extensions against direct
 measurements, the tracker's bytes against the sharding, the bus bytes against the ring
-formulas, and one clear sentence for each bad plan."""
+formulas, and one clear sentence for each bad plan. What notebook 17's strict run
+asserts (the published parameter counts, the published tables' bands) is not asserted
+again here; the tests share their traced steps through the plan's cache."""
 
 from __future__ import annotations
 
@@ -33,15 +35,22 @@ def gpt(plan):
 
 @pytest.fixture(scope="module")
 def small(plan, gpt):
-    """A Llama-shaped model small enough to measure at full depth in a second."""
-    return replace(plan.LLAMA["8B"], vocab=1024, block=64, layers=8, heads=8, dim=256,
+    """A Llama-shaped model of 5 blocks: first, second, middle, second to last and
+    last are all different blocks, so the depth extension is tested at each. A
+    trace's cost is per operator, not per byte: fewer blocks is what makes it cheap."""
+    return replace(plan.LLAMA["8B"], vocab=1024, block=64, layers=5, heads=8, dim=256,
                    kv_heads=2, hidden=512)
 
 
-def test_published_parameter_counts(plan):
-    for name, published in plan.PUBLISHED_PARAMS.items():
-        n = plan.n_params(plan.LLAMA[name])
-        assert abs(n / published - 1) < 0.005, f"{name}: {n:,} vs {published:,.0f}"
+@pytest.fixture(scope="module")
+def two(small):
+    """The same at 2 blocks, where plan.measure traces the step whole. Tests share
+    its steps through the plan's own cache of measured cases."""
+    return replace(small, layers=2)
+
+
+# The parameter counts against the model cards are asserted by notebook 17 itself
+# (section 1, under strict nbval): not again here.
 
 
 def test_defaults_keep_the_course_model(gpt):
@@ -108,10 +117,10 @@ def plan_store():
 
 @pytest.mark.parametrize("layout", [
     dict(kind="fsdp"), dict(kind="fsdp_tp", tp=2, recompute="full"),
-    dict(kind="fsdp", recompute="full", bf16=False),
     dict(kind="fsdp", recompute="op", norm="composite")], ids=str)
 def test_depth_extension_equals_a_whole_build(plan, small, layout):
-    """The places of 2 and 3 blocks, extended, give the peak of 8 built whole."""
+    """The places of 2 and 3 blocks, extended, give the peak, the collectives and
+    their bus bytes of 5 built whole (float32 or bf16 take the same code path)."""
     layout = plan.Layout(world=8, batch=2, **layout)
     with plan.fake_world(8):
         extended = plan.measure(small, layout)
@@ -121,32 +130,46 @@ def test_depth_extension_equals_a_whole_build(plan, small, layout):
     assert err < 1e-9, (f"{layout}: extended {extended.peak['Total']:.0f} B vs "
                         f"{total:.0f} B built whole at {small.layers} blocks")
     assert extended.counts == direct.counts, f"{extended.counts} vs {direct.counts}"
+    assert extended.bus_bytes == pytest.approx(direct.bus_bytes, rel=1e-9), (
+        f"{extended.bus_bytes} vs {direct.bus_bytes}")
 
 
-def test_batch_extension_equals_direct_measurement(plan, small):
+@pytest.fixture(scope="module")
+def wide(plan):
+    """Llama 3 8B's widths at 2 blocks: a trace costs the same per operator as the
+    small model's, and the bytes are the ones the notebook extends."""
+    return replace(plan.LLAMA["8B"], layers=2)
+
+
+def test_batch_extension_equals_direct_measurement(plan, wide):
+    """Batches 1 and 2, extended to 4, against 4 measured, at 8B's widths (at 2
+    blocks plan.measure traces whole: the depth extension is tested above). At the
+    small model's widths a temporary that does not grow with the batch sets the
+    peak of one place, and the extension runs 1.5 % low: the test is at real widths."""
     layout = plan.Layout("fsdp", 8, batch=1, recompute="full")
     with plan.fake_world(8):
-        extended = plan.by_batch(small, layout, 4).peak["Total"]
-        direct = plan._run_once(small, replace(layout, batch=4)).peak["Total"]
+        extended = plan.by_batch(wide, layout, 4).peak["Total"]
+        direct = plan._run_once(wide, replace(layout, batch=4), False).peak["Total"]
     err = abs(extended - direct) / direct
-    assert err < 0.01, f"batch 4: {extended:.0f} B extended, {direct:.0f} B: {err:.1%}"
+    assert err < 1e-3, f"batch 4: {extended:.0f} B extended, {direct:.0f} B: {err:.2%}"
 
 
-def test_fused_norm_saves_12_sbh_less_per_block(plan, small):
+def test_fused_norm_saves_12_sbh_less_per_block(plan, two):
     """CUDA's fused RMSNorm keeps its input (2 bytes a value in bf16); the CPU's
     composite ops also keep a float32 copy and the bf16 product, up to 12 bytes more
     per block over two norms, 2 x (4 + 2): 12.2 at Llama 3 8B's widths, 10 here."""
-    peaks = {}
+    saved = {}  # backward, before any block's: every block's forward is saved
     with plan.fake_world(8):
         for norm in plan.NORMS:
             layout = plan.Layout("fsdp", 8, batch=2, norm=norm)
-            peaks[norm] = plan.measure(small, layout).peak["Activation"]
-    sbh = 2 * small.block * small.dim
-    per_block = (peaks["composite"] - peaks["fused"]) / small.layers / sbh
+            step = plan.measure(two, layout, False)
+            saved[norm] = step.places[("bw", "after", -1)]["Activation"]
+    sbh = 2 * two.block * two.dim
+    per_block = (saved["composite"] - saved["fused"]) / two.layers / sbh
     assert 9 <= per_block <= 13, f"{per_block:.2f} sbh bytes per block, not 9-13"
 
 
-def test_the_bf16_logits_are_freed_before_backward(plan, small, monkeypatch):
+def test_the_bf16_logits_are_freed_before_backward(plan, two, monkeypatch):
     """Keeping the bf16 logits through backward, as the first version did, raises
     the peak by their 2 bytes a logit: the plan's step does not keep them."""
     layout = plan.Layout("fsdp", 8, batch=2)
@@ -157,50 +180,72 @@ def test_the_bf16_logits_are_freed_before_backward(plan, small, monkeypatch):
         plan.gpt.loss_fn(logits.float(), x).backward()
 
     with plan.fake_world(8):
-        freed = plan._run_once(small, layout).peak["Total"]
+        freed = plan.measure(two, layout, False).peak["Total"]
         monkeypatch.setattr(plan, "_step", kept)
-        held = plan._run_once(small, layout).peak["Total"]
-    logits = 2 * small.block * small.vocab
+        held = plan._run_once(two, layout, False).peak["Total"]  # never cached
+    logits = 2 * two.block * two.vocab
     assert held - freed == pytest.approx(2 * logits, rel=0.05), (
         f"keeping the bf16 logits adds {held - freed:.0f} B, not 2 x {logits}")
 
 
-def test_tracker_sees_the_shards(plan, small):
-    n = plan.n_params(small)
+@pytest.fixture(scope="module")
+def ring(plan, two):
+    """FSDP2 and DDP on a fake world of 8, local batch 2, collectives counted: the
+    tests below read the same two steps (FSDP2's is the depth test's 2 blocks)."""
     with plan.fake_world(8):
-        fsdp = plan._run_once(small, plan.Layout("fsdp", 8, bf16=False))
-        ddp = plan._run_once(small, plan.Layout("ddp", 8, bf16=False))
-    for name, step, shard in (("fsdp", fsdp, 8), ("ddp", ddp, 1)):
-        got = step.peak["Sharded Param"]
+        return {kind: plan.measure(two, plan.Layout(kind, 8, batch=2))
+                for kind in ("fsdp", "ddp")}
+
+
+def test_tracker_sees_the_shards(plan, two, ring):
+    """The float32 master shards (mixed precision keeps them) and Adam's two moments
+    of each, on a rank of 8 (FSDP2) and of 1 (DDP)."""
+    n = plan.n_params(two)
+    for name, shard in (("fsdp", 8), ("ddp", 1)):
+        got = ring[name].peak["Sharded Param"]
         assert got == n * 4 / shard, f"{name}: {got:.0f} B of float32 shards, " \
                                      f"expected {n * 4 / shard:.0f}"
-        adam = step.peak["OptState"] - 2 * got  # two moments, and a step count each
+        adam = ring[name].peak["OptState"] - 2 * got  # two moments, a step count each
         assert 0 <= adam <= 8 * 64, f"{name}: Adam holds {adam:.0f} B beyond 2 moments"
 
 
-def test_bus_bytes_follow_the_ring(plan, small):
-    n, w = plan.n_params(small), 4
-    with plan.fake_world(w):
-        fsdp = plan.measure(small, plan.Layout("fsdp", w))
-        ddp = plan.measure(small, plan.Layout("ddp", w))
-    rs = fsdp.bus_bytes["reduce_scatter (dp)"]  # float32 gradients, once each
+def test_bus_bytes_follow_the_ring(plan, two, ring):
+    n, w = plan.n_params(two), 8
+    rs = ring["fsdp"].bus_bytes["reduce_scatter (dp)"]  # float32 gradients, once each
     assert rs == pytest.approx(4 * n * (w - 1) / w), f"reduce-scatter {rs:.0f} B"
-    ar = ddp.bus_bytes["all_reduce (dp)"]
+    ar = ring["ddp"].bus_bytes["all_reduce (dp)"]
     assert ar == pytest.approx(2 * 4 * n * (w - 1) / w), f"all-reduce {ar:.0f} B"
-    assert fsdp.counts["_reduce_scatter_base_"] == small.layers + 1, fsdp.counts
+    counts = ring["fsdp"].counts
+    assert counts["_reduce_scatter_base_"] == two.layers + 1, counts
 
 
 def test_bus_bytes_on_a_2d_mesh_use_each_groups_size(plan, small):
     """FSDP 4 x TP 2: the gradients' reduce-scatter runs over the 4 dp ranks, on the
-    TP half of each weight; TP's all-gathers count their gathered output."""
+    TP half of each weight; TP's all-gathers count their gathered output (the step
+    the depth test measured)."""
     n = plan.n_params(small)
     with plan.fake_world(8):
-        step = plan.measure(small, plan.Layout("fsdp_tp", 8, tp=2, recompute="full"))
+        step = plan.measure(small, plan.Layout("fsdp_tp", 8, tp=2, batch=2,
+                                               recompute="full"))
     rs = step.bus_bytes["reduce_scatter (dp)"]
     assert rs == pytest.approx(4 * n / 2 * 3 / 4, rel=0.01), (
         f"dp reduce-scatter {rs:.0f} B, want {4 * n / 2 * 3 / 4:.0f} (group of 4)")
     ag, rs_tp = (step.bus_bytes[f"{k} (tp)"] for k in ("all_gather", "reduce_scatter"))
     assert 0.5 < ag / rs_tp < 2, f"TP gathers {ag:.0f} B, scatters {rs_tp:.0f}"
+
+
+def test_counting_only_collectives_changes_nothing(plan, two, monkeypatch):
+    """CommDebugMode is shown only collectives and DTensor operators: its counts
+    and the bus bytes equal those it gives shown every operator (FSDP2 x TP, where
+    both c10d's and the functional collectives run)."""
+    layout = plan.Layout("fsdp_tp", 8, tp=2, batch=2, recompute="full")
+    with plan.fake_world(8):
+        fast = plan.measure(two, layout)  # the depth test's 2 blocks, from the cache
+        monkeypatch.setattr(plan, "_FAST_COUNT", False)
+        every = plan._run_once(two, layout)
+    assert fast.counts == every.counts, f"{fast.counts} vs {every.counts}"
+    assert fast.bus_bytes == pytest.approx(every.bus_bytes, rel=1e-12), (
+        f"{fast.bus_bytes} vs {every.bus_bytes}")
 
 
 def test_step_time_exposes_tp_and_hides_fsdp_up_to_compute(plan, small):
@@ -225,16 +270,33 @@ def test_cited_bandwidths_fall_between_nodes(plan):
         assert "between nodes" in c["sources"], c["sources"]
 
 
-def test_bad_plans_get_one_sentence_with_numbers(plan, small):
+def test_bad_plans_get_one_sentence_with_numbers(plan, two, ring):
     with plan.fake_world(24):
         with pytest.raises(plan.PlanError, match="TP 3 does not divide 8 query"):
-            plan.measure(small, plan.Layout("fsdp_tp", 24, tp=3))
+            plan.measure(two, plan.Layout("fsdp_tp", 24, tp=3))
         with pytest.raises(plan.PlanError, match="TP 5 does not divide the world"):
-            plan.measure(small, plan.Layout("fsdp_tp", 24, tp=5))
-    with plan.fake_world(4):
-        ok, why = plan.fits(small, plan.Layout("ddp", 4), gib=1e-3)
+            plan.measure(two, plan.Layout("fsdp_tp", 24, tp=5))
+    with plan.fake_world(8):  # the ring's DDP step, from the plan's cache
+        ok, why = plan.fits(two, plan.Layout("ddp", 8, batch=2), gib=1e-3)
     assert not ok and "needs" in why and "available" in why, why
     assert not dist.is_initialized()
+    step = replace(ring["ddp"], counts=None, bus_bytes=None)  # memory only
+    with pytest.raises(plan.PlanError, match="collectives were not counted"):
+        plan.step_time(two, plan.Layout("ddp", 8, batch=2), "H100", step)
+
+
+def test_a_step_without_collectives_is_traced_again_when_asked(plan, wide):
+    """A memory-only step (the batch test's) serves memory; asked for collectives,
+    the case is traced again rather than handed back without them."""
+    layout = plan.Layout("fsdp", 8, batch=1, recompute="full")
+    with plan.fake_world(8):
+        memory = plan.measure(wide, layout, collectives=False)
+        assert memory.counts is None and memory.bus_bytes is None, memory.counts
+        counted = plan.measure(wide, layout)
+        again = plan.measure(wide, layout, collectives=False)
+    assert counted.counts and counted.peak == memory.peak, (counted.counts,
+                                                            counted.peak, memory.peak)
+    assert again is counted, "the counted step should serve a memory-only ask"
 
 
 def test_a_moved_feature_gets_a_sentence(plan, monkeypatch):

@@ -11,6 +11,10 @@ from cited figures, and says so.
     with fake_world(8):
         peak = measure(LLAMA["8B"], Layout("fsdp", 8, batch=2))
 
+Each distinct step (model, layout, world) is traced once per process and kept: the
+notebook's sections share their measurements. CommDebugMode runs only where the
+collectives are asked for (`collectives=True`): it is a third mode on every operator.
+
 The fake tensors are CPU tensors, so PyTorch runs its CPU kernels' autograd: where a
 GPU kernel saves fewer tensors for backward (RMSNorm), Layout.norm says which to count.
 """
@@ -244,10 +248,15 @@ def _tensor_parallel(model: gpt.GPT, tp) -> None:
         parallelize_module(block, tp, plan)
 
 
+_COUNTED: dict[str, int] = {}  # repr(config) -> its parameter count
+
+
 def n_params(cfg: gpt.Config) -> int:
     """Return the model's parameter count, built on the meta device (no memory)."""
-    with torch.device("meta"):
-        return gpt.count_params(gpt.GPT(cfg))
+    if repr(cfg) not in _COUNTED:
+        with torch.device("meta"):
+            _COUNTED[repr(cfg)] = gpt.count_params(gpt.GPT(cfg))
+    return _COUNTED[repr(cfg)]
 
 
 def mesh_for(cfg: gpt.Config, layout: Layout):
@@ -423,11 +432,12 @@ _COLLECTIVES = {  # c10d's ops and the functional ones, by the kind of ring they
 @dataclass
 class Step:
     """One rank's step: peak bytes per category, collectives and their bus bytes, and
-    the peak of each place in the step (`places`, what the depth extension reads)."""
+    the peak of each place in the step (`places`, what the depth extension reads).
+    `counts` and `bus_bytes` are None where the collectives were not counted."""
 
     peak: dict[str, float]  # FSDPMemTracker's categories at the peak, and "Total"
-    counts: dict[str, int]  # CommDebugMode's count of each collective
-    bus_bytes: dict[str, float]  # "kind (tp|dp)": the bytes nccl-tests' busbw divides
+    counts: dict[str, int] | None  # CommDebugMode's count of each collective
+    bus_bytes: dict[str, float] | None  # "kind (tp|dp)": the bytes busbw divides
     places: dict = None  # (phase, where, block) -> categories and "Total"
 
 
@@ -450,17 +460,20 @@ def _group_size(args, sizes: dict[str, int]) -> int:
 
 
 _SEEN: dict = {}  # (config, layout, world) -> Step: a kernel measures each once
+_FAST_COUNT = True  # CommDebugMode sees only collectives and DTensor operators
 _BLOCK = re.compile(r"\.blocks\.(\d+)$")
 
 
-def _run(cfg: gpt.Config, layout: Layout) -> Step:
-    """Return one step of `cfg` as FSDPMemTracker and CommDebugMode saw it."""
+def _run(cfg: gpt.Config, layout: Layout, collectives: bool) -> Step:
+    """Return one step of `cfg` as FSDPMemTracker (and CommDebugMode) saw it, traced
+    once per case: a step traced with its collectives serves one asked without."""
     if layout.recompute != "none":  # the norm kernel matters only without it
         layout = replace(layout, norm="composite")
     key = (repr(cfg), layout, dist.get_world_size())
-    if key not in _SEEN:
-        _SEEN[key] = _run_once(cfg, layout)
-    return _SEEN[key]
+    seen = _SEEN.get(key)
+    if seen is None or (collectives and seen.counts is None):
+        _SEEN[key] = seen = _run_once(cfg, layout, collectives)
+    return seen
 
 
 def _tracker(model, opt):
@@ -471,28 +484,38 @@ def _tracker(model, opt):
     class Places(FSDPMemTracker):
         def __init__(self, mod, optm):
             super().__init__(mod, optm)
-            self.places, self._after = {}, {}
+            self.places, self._after, self._inside = {}, {}, {}
 
-        def _update_peak_stats(self, peak_state):
+        def _update_peak_stats(self, peak_state):  # after every operator: keep it lean
             super()._update_peak_stats(peak_state)
-            phase = "bw" if self._mod_tracker.is_bw else "fw"
-            inside = [int(m.group(1)) for n in self._mod_tracker.parents
-                      if (m := _BLOCK.search(n))]
-            if inside:
-                self._after[phase] = inside[0]
-                where = (phase, "in", inside[0])
+            mods = self._mod_tracker
+            phase = "bw" if mods.is_bw else "fw"
+            parents = frozenset(mods.parents)
+            inside = self._inside.get(parents)
+            if inside is None:  # the block this set of modules lies in, or -1
+                self._inside[parents] = inside = next(
+                    (int(m.group(1)) for n in parents if (m := _BLOCK.search(n))), -1)
+            if inside >= 0:
+                self._after[phase] = inside
+                where = (phase, "in", inside)
             else:
                 where = (phase, "after", self._after.get(phase, -1))
             for snap in self._curr_mem_snap.values():
                 best = self.places.get(where)
                 if best is None or snap["Total"] > best["Total"]:
-                    self.places[where] = {str(getattr(k, "value", k)): float(v)
-                                          for k, v in snap.items()}
+                    self.places[where] = dict(snap)  # keys renamed once, at the end
+
+        def named_places(self) -> dict:
+            return {where: {str(getattr(k, "value", k)): float(v)
+                            for k, v in snap.items()}
+                    for where, snap in self.places.items()}
 
     return Places(model, opt)
 
 
-def _run_once(cfg: gpt.Config, layout: Layout) -> Step:
+def _run_once(cfg: gpt.Config, layout: Layout, collectives: bool = True) -> Step:
+    """Trace one step of `cfg`, every block built: the tracker always, CommDebugMode
+    (with the bus bytes) only if `collectives`."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed.tensor.debug import CommDebugMode
 
@@ -500,8 +523,24 @@ def _run_once(cfg: gpt.Config, layout: Layout) -> Step:
     meshes = mesh_for(cfg, layout)
     sizes = {"dp": meshes[0].size(), "tp": meshes[1].size() if meshes[1] else 1}
 
+    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor.debug import _comm_mode
+
     class Bytes(CommDebugMode):  # CommDebugMode counts; here we add the bytes
+        def __init__(self):
+            super().__init__()
+            # the collectives CommDebugMode counts (empty if a PyTorch renames them:
+            # then every operator takes CommDebugMode's own path, only slower)
+            self.watched = set(getattr(self, "comm_registry", ())) | set(
+                getattr(_comm_mode, "c10d_collective_ops", ()))
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            packet = getattr(func, "_overloadpacket", None)
+            if (_FAST_COUNT and self.watched and packet is not None
+                    and packet not in self.watched and DTensor not in types):
+                # neither a collective nor a DTensor operator: CommDebugMode would
+                # only log it per module, which nothing here reads
+                return func(*args, **(kwargs or {}))
             out = super().__torch_dispatch__(func, types, args, kwargs)
             kind = _COLLECTIVES.get(str(func._overloadpacket).split(".")[-1])
             if kind is not None and out is not NotImplemented:
@@ -525,17 +564,22 @@ def _run_once(cfg: gpt.Config, layout: Layout) -> Step:
         # older ModTrackers warn when no input needs a gradient (token ids never do)
         warnings.filterwarnings("ignore", message="Full backward hook is firing")
         model, opt = build(cfg, layout, meshes)
-        tracker, counter = _tracker(model, opt), Bytes()
+        tracker = _tracker(model, opt)
+        counter = Bytes() if collectives else contextlib.nullcontext()
         with tracker, counter:
             _step(model, cfg, layout)
         (snap,) = tracker.get_tracker_snapshot("peak").values()
     peak = {str(getattr(k, "value", k)): float(v) for k, v in snap.items() if v}
+    if not collectives:
+        return Step(peak, None, None, tracker.named_places())
     counts = {str(k).split(".")[-1]: v for k, v in counter.get_comm_counts().items()}
-    return Step(peak, counts, bus, tracker.places)
+    return Step(peak, counts, bus, tracker.named_places())
 
 
-def _line(a: dict, b: dict, steps: float) -> dict:
-    """Return a + (b - a) * steps, key by key."""
+def _line(a: dict | None, b: dict | None, steps: float) -> dict | None:
+    """Return a + (b - a) * steps, key by key (None where either is None)."""
+    if a is None or b is None:
+        return None
     return {k: a.get(k, 0.0) + (b.get(k, 0.0) - a.get(k, 0.0)) * steps
             for k in set(a) | set(b)}
 
@@ -577,16 +621,17 @@ def _peak_of(places: dict) -> dict:
     return {k: v for k, v in best.items() if v}
 
 
-def measure(cfg: gpt.Config, layout: Layout) -> Step:
+def measure(cfg: gpt.Config, layout: Layout, collectives: bool = True) -> Step:
     """Return one rank's step at cfg.layers blocks, measured at 2 and 3.
 
     The blocks are equal, so collectives and bus bytes grow by a fixed amount per
     block, and so does the memory at each place of the step (`_deepen`); the peak is
     the largest place at full depth, wherever in the step it falls. At 2 and 3 blocks
-    the largest place must be the tracker's own peak: the places cover the step."""
+    the largest place must be the tracker's own peak: the places cover the step.
+    `collectives=False` skips CommDebugMode: memory only, a third faster."""
     if cfg.layers <= 3:
-        return _run(cfg, layout)
-    two, three = (_run(replace(cfg, layers=n), layout) for n in (2, 3))
+        return _run(cfg, layout, collectives)
+    two, three = (_run(replace(cfg, layers=n), layout, collectives) for n in (2, 3))
     for step in (two, three):
         top = max(s["Total"] for s in step.places.values())
         if abs(top - step.peak["Total"]) > 1e-6 * step.peak["Total"]:
@@ -597,10 +642,11 @@ def measure(cfg: gpt.Config, layout: Layout) -> Step:
                 _line(two.bus_bytes, three.bus_bytes, cfg.layers - 2), places)
 
 
-def by_batch(cfg: gpt.Config, layout: Layout, batch: int) -> Step:
+def by_batch(cfg: gpt.Config, layout: Layout, batch: int,
+             collectives: bool = False) -> Step:
     """Return the step at local batch `batch` from measurements at 1 and 2: at every
     place, bytes grow linearly with the sequences a rank holds."""
-    one, two = (measure(cfg, replace(layout, batch=b)) for b in (1, 2))
+    one, two = (measure(cfg, replace(layout, batch=b), collectives) for b in (1, 2))
     places = {k: _line(one.places[k], two.places[k], batch - 1)
               for k in one.places.keys() & two.places.keys()}
     return Step(_peak_of(places), one.counts,
@@ -618,7 +664,7 @@ def ddp_buckets_gib(cfg: gpt.Config, layout: Layout) -> float:
 def fits(cfg: gpt.Config, layout: Layout, gib: float) -> tuple[bool, str]:
     """Return whether the layout fits GPUs of `gib` GiB, and one sentence why."""
     try:
-        need = measure(cfg, layout).peak["Total"] / GIB
+        need = measure(cfg, layout, collectives=False).peak["Total"] / GIB
     except PlanError as err:
         return False, str(err)
     need += ddp_buckets_gib(cfg, layout)
@@ -656,10 +702,11 @@ def table(cfg: gpt.Config, steps: dict) -> str:
     for layout, step in steps.items():
         g = {k: sum(step.peak.get(c, 0) for c in cs) / GIB for k, cs in _GROUPS.items()}
         states, acts = playbook_gib(cfg, layout)
+        formula = "    -" if math.isnan(acts) else f"{acts:5.1f}"  # none for "op"
         rows.append(f"{str(layout):36}{g['weights']:8.1f}{g['grads']:7.1f}"
                     f"{g['optimizer']:6.1f}{g['activations']:7.1f}"
                     f"{g['temporaries']:6.1f}{step.peak['Total'] / GIB:7.1f} | "
-                    f"{states:8.1f} + {acts:5.1f}")
+                    f"{states:8.1f} + {formula}")
     return "\n".join(rows)
 
 
@@ -683,6 +730,9 @@ def step_time(cfg: gpt.Config, layout: Layout, gpu: str, step: Step,
     collectives exposed (they sit between a block's matmuls, waited for at once);
     FSDP's hidden behind compute up to its length. Seconds and tokens/s per GPU."""
     cited = CITED[gpu]
+    if step.bus_bytes is None:
+        raise PlanError(f"{layout}: its collectives were not counted: measure it with "
+                        f"collectives=True")
     # notebook 15's formula; the embedding is a lookup, not a matmul: torchtitan
     # leaves its parameters out of 6N as well
     fpt = gpt.flops_per_token(cfg, n_params(cfg) - cfg.vocab * cfg.dim)
