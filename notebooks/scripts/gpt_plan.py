@@ -513,6 +513,32 @@ def _tracker(model, opt):
     return Places(model, opt)
 
 
+@contextlib.contextmanager
+def _propagation_apart():
+    """Run DTensor's sharding propagation under a fake mode of its own.
+
+    DTensor works out each operator's output shape by running it on global-shape fake
+    tensors, under the active fake mode if there is one (torch/distributed/tensor/
+    _sharding_prop.py: `detect_fake_mode() or FakeTensorMode()`). Here the whole step
+    runs under FakeTensorMode, so those global tensors would be tracked as memory,
+    and only where DTensor's cache misses: a rank's bytes would depend on what ran
+    before. FSDPMemTracker skips operators under any other fake mode, so this gives
+    propagation one (what it gets on a GPU, where no fake mode is active)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed.tensor import _sharding_prop
+
+    if not hasattr(_sharding_prop, "detect_fake_mode"):  # a PyTorch that moved it
+        yield
+        return
+    own = FakeTensorMode()
+    found = _sharding_prop.detect_fake_mode
+    _sharding_prop.detect_fake_mode = lambda *args: own
+    try:
+        yield
+    finally:
+        _sharding_prop.detect_fake_mode = found
+
+
 def _run_once(cfg: gpt.Config, layout: Layout, collectives: bool = True) -> Step:
     """Trace one step of `cfg`, every block built: the tracker always, CommDebugMode
     (with the bus bytes) only if `collectives`."""
@@ -558,7 +584,7 @@ def _run_once(cfg: gpt.Config, layout: Layout, collectives: bool = True) -> Step
                 bus[key] = bus.get(key, 0.0) + size * _RING[kind](n)
             return out
 
-    with FakeTensorMode(), warnings.catch_warnings():
+    with FakeTensorMode(), warnings.catch_warnings(), _propagation_apart():
         # FSDP2 warns that the root returns a view; nothing here writes to it in place
         warnings.filterwarnings("ignore", message="FSDP2-wrapped module")
         # older ModTrackers warn when no input needs a gradient (token ids never do)
