@@ -21,6 +21,13 @@ NOTEBOOKS ?= $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 # How every lane runs notebooks; strict nbval adds the stored-output comparison.
 NB_RUN := --nbval-current-env --nbval-cell-timeout=300
 NBVAL  := --nbval $(NB_RUN) --nbval-sanitize-with tests/sanitize.cfg
+# make test and make test-compat run two test files or notebooks at a time (pytest-xdist;
+# --dist loadfile keeps each notebook's cells in order in one kernel): much of a serial
+# run waits on process start-ups, so two at a time take about half the wall time on
+# 2 cores. JOBS=0 runs serially, in this process, as `make nbval` and `make unit` do;
+# the README's per-notebook times come from such a run.
+JOBS   ?= 2
+XDIST  := $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 
 .PHONY: help setup lab test lint unit nbval outputs bench badges html test-browser \
         release grade \
@@ -29,6 +36,7 @@ NBVAL  := --nbval $(NB_RUN) --nbval-sanitize-with tests/sanitize.cfg
 help:
 	@echo "make lab      set up, then open the course in JupyterLab (ARGS=... passes options)"
 	@echo "make test     set up, then run ruff, unit and hygiene tests, and nbval"
+	@echo "              (two at a time; JOBS=0 runs them one by one)"
 	@echo "make unit     the fast loop: every test that starts no process (under a minute)"
 	@echo "make outputs  re-execute every notebook in place (what make test checks)"
 	@echo "make release  the student release without solutions (nbgrader): build/teach/"
@@ -116,7 +124,7 @@ test-compat: $(COMPAT_STAMP)
 	@$(COMPAT_BIN)/python -c "import sys, torch; print('compat lane: Python', \
 	    sys.version.split()[0], '· torch', torch.__version__)"
 	$(COMPAT_BIN)/pytest tests --ignore=tests/browser -m "not tooling and not slow" \
-	    $(NOTEBOOKS) --nbval-lax $(NB_RUN) --durations=0
+	    $(NOTEBOOKS) --nbval-lax $(NB_RUN) $(XDIST) --durations=0
 
 # The stated floor, Python 3.10 with the pinned torch, on a torch-only interpreter:
 # torch, torchvision, scikit-learn, matplotlib, tqdm, psutil and pytest from
@@ -171,7 +179,7 @@ nbval: $(STAMP)
 
 test: $(STAMP) $(TEACH_STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/pytest tests --ignore=tests/browser $(NOTEBOOKS) $(NBVAL) --durations=0
+	$(BIN)/pytest tests --ignore=tests/browser $(NOTEBOOKS) $(NBVAL) $(XDIST) --durations=0
 
 outputs: $(STAMP)
 	cd notebooks && for nb in $(notdir $(NOTEBOOKS)); do \
