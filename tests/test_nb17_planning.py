@@ -320,3 +320,29 @@ def test_host_check_says_what_to_do(plan):
     assert "(1512 GiB)" in line, line
     assert "fits in" in line or "FakeTensorMode" in line, line
 
+
+
+def test_held_out_cases_reject_a_lookup_of_the_visible_ones():
+    """Exercise 3's visible check can be passed by a table of its six cases; the
+    held-out cases, run only when grading, must reject it and accept the rule."""
+    root = str(NOTEBOOK_DIR.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tools.teach.held_out import held_out
+
+    (code,) = held_out("17_planning_at_scale")[3]
+    seen = {16384: 2.74526, 8192: 25.5062, 4096: 82.0, 32768: 9.5, 20000: 15.445,
+            2048: 12.0}
+
+    def lookup(tokens, flops_per_token, peak, mfu, dp_s, tp_s):
+        return seen.get(tokens, 1.0)
+
+    def rule(tokens, flops_per_token, peak, mfu, dp_s, tp_s):
+        compute = tokens * flops_per_token / (peak * mfu)
+        return compute + tp_s + max(0.0, dp_s - compute)
+
+    ns: dict = {}
+    exec(code, ns)
+    ns["held_out"](rule)
+    with pytest.raises(AssertionError, match="not the estimate"):
+        ns["held_out"](lookup)

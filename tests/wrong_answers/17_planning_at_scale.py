@@ -63,5 +63,11 @@ WRONG = {
         # forward FLOPs only: a third of the step's
         _SIG + "    compute = tokens * flops_per_token / 3 / (peak * mfu)\n"
         "    return compute + tp_s + max(0.0, dp_s - compute)",
+        # right where TP is idle or FSDP hidden, compute alone elsewhere
+        _SIG + _COMPUTE + "    if tokens < 10000:\n"
+        "        return compute + tp_s + max(0.0, dp_s - compute)\n"
+        "    return compute",
+        # TP added, FSDP never hidden past compute: max(compute, dp) forgotten
+        _SIG + _COMPUTE + "    return compute + tp_s",
     ],
 }

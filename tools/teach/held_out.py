@@ -54,6 +54,19 @@ def held_out(fn):
     assert gathered(fn, [torch.device("cpu")] * 5)[0].tolist() == [10.0, 10.0], (
         "five devices: each element sums 0 + 1 + 2 + 3 + 4")
 """]},
+    "17_planning_at_scale": {
+        3: ["""
+def held_out(fn):
+    for args in ((12288, 3.1e11, 989e12, 0.41, 0.4, 0.7),
+                 (65536, 1.2e10, 312e12, 0.33, 30.0, 0.0),
+                 (1024, 9.9e12, 989e12, 0.27, 50.0, 6.5),
+                 (3000, 7.7e11, 312e12, 0.6, 0.0, 0.25)):
+        busy = args[0] * args[1] / (args[2] * args[3])
+        want = busy + args[5] + max(0.0, args[4] - busy)
+        got = float(fn(*args))
+        assert abs(got - want) <= 1e-6 * want, (
+            f"step_seconds{args} gave {got:g} s: not the estimate")
+"""]},
 }
 
 
