@@ -284,6 +284,22 @@ def test_bad_plans_get_one_sentence_with_numbers(plan, two, ring):
             plan.measure(two, plan.Layout("fsdp_tp", 24, tp=3))
         with pytest.raises(plan.PlanError, match="TP 5 does not divide the world"):
             plan.measure(two, plan.Layout("fsdp_tp", 24, tp=5))
+    with pytest.raises(plan.PlanError, match="no process group: .*fake_world\\(8\\)"):
+        plan.measure(two, plan.Layout("fsdp", 8))
+    ok, why = plan.fits(two, plan.Layout("fsdp", 8), gib=80)
+    assert not ok and "no process group" in why, why
+    bad = {"tp=4 on a fsdp layout": plan.Layout("fsdp", 8, tp=4),
+           "fsdp_tp with tp=1": plan.Layout("fsdp_tp", 8),
+           "world 8, batch 0": plan.Layout("fsdp", 8, batch=0),
+           "spans 16 ranks, the fake world 8": plan.Layout("fsdp", 16)}
+    with plan.fake_world(8):
+        for said, layout in bad.items():
+            with pytest.raises(plan.PlanError, match=said):
+                plan.measure(two, layout)
+        with pytest.raises(plan.PlanError, match="batch 0"):
+            plan.by_batch(two, plan.Layout("fsdp", 8), 0)
+    with pytest.raises(plan.PlanError, match="tp=4 on a fsdp"):
+        plan.playbook_gib(two, bad["tp=4 on a fsdp layout"])
     with plan.fake_world(8):  # the ring's DDP step, from the plan's cache
         ok, why = plan.fits(two, plan.Layout("ddp", 8, batch=2), gib=1e-3)
     assert not ok and "needs" in why and "available" in why, why

@@ -214,7 +214,17 @@ def _check(cfg: gpt.Config, layout: Layout) -> None:
     if layout.recompute not in RECOMPUTE or layout.norm not in NORMS:
         raise PlanError(f"recompute {layout.recompute!r}, norm {layout.norm!r}: "
                         f"choose recompute in {RECOMPUTE} and norm in {NORMS}")
-    tp = layout.tp if layout.kind == "fsdp_tp" else 1
+    if layout.kind != "fsdp_tp" and layout.tp != 1:
+        raise PlanError(f"tp={layout.tp} on a {layout.kind} layout: only fsdp_tp "
+                        f"splits weights over a TP group; use Layout('fsdp_tp', "
+                        f"{layout.world}, tp={layout.tp}) or leave tp at 1")
+    if layout.kind == "fsdp_tp" and layout.tp < 2:
+        raise PlanError(f"fsdp_tp with tp={layout.tp}: a TP group needs at least 2 "
+                        f"ranks; for no TP use Layout('fsdp', {layout.world})")
+    if layout.world < 1 or layout.batch < 1:
+        raise PlanError(f"world {layout.world}, batch {layout.batch}: a layout needs "
+                        f"at least one rank and one sequence per rank")
+    tp = layout.tp
     if layout.world % tp:
         raise PlanError(f"TP {tp} does not divide the world of {layout.world} GPUs: "
                         f"choose a TP degree among its divisors")
@@ -223,6 +233,17 @@ def _check(cfg: gpt.Config, layout: Layout) -> None:
                         f"{cfg.n_kv} K/V heads: each rank must hold whole heads, "
                         f"so choose TP among the common divisors, e.g. "
                         f"{math.gcd(cfg.heads, cfg.n_kv)}")
+
+
+def _check_world(layout: Layout) -> None:
+    """Raise PlanError unless a fake world of the layout's size is open."""
+    if not dist.is_initialized():
+        raise PlanError(f"no process group: measure {layout.strategy} inside "
+                        f"`with plan.fake_world({layout.world}):`")
+    have = dist.get_world_size()
+    if have != layout.world:
+        raise PlanError(f"{layout.strategy} spans {layout.world} ranks, the fake "
+                        f"world {have}: open plan.fake_world({layout.world}) for it")
 
 
 def _tensor_parallel(model: gpt.GPT, tp) -> None:
@@ -664,6 +685,8 @@ def measure(cfg: gpt.Config, layout: Layout, collectives: bool = True) -> Step:
     the largest place at full depth, wherever in the step it falls. At 2 and 3 blocks
     the largest place must be the tracker's own peak: the places cover the step.
     `collectives=False` skips CommDebugMode: memory only, a third faster."""
+    _check(cfg, layout)
+    _check_world(layout)
     if cfg.layers <= 3:
         return _run(cfg, layout, collectives)
     two, three = (_run(replace(cfg, layers=n), layout, collectives) for n in (2, 3))
@@ -683,6 +706,7 @@ def by_batch(cfg: gpt.Config, layout: Layout, batch: int,
     the peak falls, bytes grow linearly with the sequences a rank holds. A place
     whose largest moment switches between two operators is not linear (block 0's
     forward, at 8B's widths: well below the peak); the tests check batch 4."""
+    _check(cfg, replace(layout, batch=batch))
     one, two = (measure(cfg, replace(layout, batch=b), collectives) for b in (1, 2))
     places = {k: _line(one.places[k], two.places[k], batch - 1)
               for k in one.places.keys() & two.places.keys()}
@@ -713,6 +737,7 @@ def fits(cfg: gpt.Config, layout: Layout, gib: float) -> tuple[bool, str]:
 
 def playbook_gib(cfg: gpt.Config, layout: Layout) -> tuple[float, float]:
     """Return the Playbook's bytes per rank in GiB: (model states, activations)."""
+    _check(cfg, layout)
     # states: 16 bytes a parameter in bf16 mixed precision (2 + 2 + 4 master + 8
     # Adam) and in fp32 (4 + 4 + 8), divided by the ranks that shard them
     shard = 1 if layout.kind == "ddp" else layout.world
@@ -766,6 +791,9 @@ def step_time(cfg: gpt.Config, layout: Layout, gpu: str, step: Step,
     """Estimate one step from cited figures: compute at the cited MFU; TP's
     collectives exposed (they sit between a block's matmuls, waited for at once);
     FSDP's hidden behind compute up to its length. Seconds and tokens/s per GPU."""
+    _check(cfg, layout)
+    if gpu not in CITED:
+        raise PlanError(f"GPU {gpu!r}: figures are cited for {', '.join(CITED)} only")
     cited = CITED[gpu]
     if step.bus_bytes is None:
         raise PlanError(f"{layout}: its collectives were not counted: measure it with "
