@@ -301,8 +301,15 @@ def test_bad_plans_get_one_sentence_with_numbers(plan, two, ring):
     with pytest.raises(plan.PlanError, match="tp=4 on a fsdp"):
         plan.playbook_gib(two, bad["tp=4 on a fsdp layout"])
     with plan.fake_world(8):  # the ring's DDP step, from the plan's cache
-        ok, why = plan.fits(two, plan.Layout("ddp", 8, batch=2), gib=1e-3)
-    assert not ok and "needs" in why and "available" in why, why
+        ddp = plan.Layout("ddp", 8, batch=2)
+        ok, why = plan.fits(two, ddp, gib=1e-3)
+        assert not ok and "needs" in why and "available" in why, why
+        held = (plan.measure(two, ddp).peak["Total"] / plan.GIB
+                + plan.ddp_buckets_gib(two, ddp))
+        # the allocated peak alone no longer fits: the allocator's headroom counts
+        for gib, want in ((held * 1.05, False), (held * (plan.HEADROOM + 0.01), True)):
+            ok, why = plan.fits(two, ddp, gib=gib)
+            assert ok == want, f"{held:.3f} GiB allocated on {gib:.3f} GiB: {why}"
     assert not dist.is_initialized()
     step = replace(ring["ddp"], counts=None, bus_bytes=None)  # memory only
     with pytest.raises(plan.PlanError, match="collectives were not counted"):
