@@ -53,12 +53,14 @@ PUBLISHED_PARAMS = {"8B": 8.03e9, "70B": 70.6e9, "405B": 405.9e9}  # cited, as a
 # Peaks: dense bf16 tensor-core FLOP/s, gpt.DATASHEET (NVIDIA's datasheets).
 # In a node: nccl-tests all_reduce_perf bus bandwidth at large sizes, the low end of
 # the reference ranges for 8 x H100 SXM (460-480 GB/s) and 8 x A100 SXM (230-250 GB/s)
-# in docs.alayanew.com, "NCCL-tests in practice" (2026).
+# in Alaya NeW, "NCCL-tests in practice" (2026-05-06,
+# https://docs.alayanew.com/en/docs/tech-blog/2026-05-06-nccl-tests).
 # Between nodes: one NIC per GPU, so a ring's bus bandwidth is at most 8 NICs' rate
 # per node: torchtitan's H100 hosts have 400 Gb/s per GPU (benchmarks/llama3_h100_
 # 202412_torchtitan.md, "Hardware"): 8 x 50 = 400 GB/s; a DGX A100 has eight 200 Gb/s
 # HDR InfiniBand ports (NVIDIA DGX A100 datasheet): 8 x 25 = 200 GB/s. Upper bounds,
-# below the NVLink figures, as they must be.
+# below the NVLink figures, as they must be, used as the estimate itself: a real
+# ring between nodes runs below them, so the estimate's inter-node time is a floor.
 # MFU: model-FLOPs utilisation (6N plus attention over the step's time, as
 # step_time counts), from runs other than the ones checked in notebook 17's section
 # 5: H100 38 %, the lowest BF16 MFU of Llama 3 405B's pre-training (Llama Team,
@@ -68,8 +70,9 @@ PUBLISHED_PARAMS = {"8B": 8.03e9, "70B": 70.6e9, "405B": 405.9e9}  # cited, as a
 # 312 TFLOP/s, 52 %, counting the recomputed forward (Narayanan et al., SC21,
 # arXiv:2104.04473, Eq. 3: 96 B s l h^2, four passes of the model, not three), so
 # hardware-FLOPs utilisation; in model FLOPs it is 52 % x 3/4 = 39 %.
-_BW_SOURCES = ("in a node: nccl-tests all_reduce_perf, 8 x {gpu} SXM (docs.alayanew."
-               "com, 'NCCL-tests in practice', 2026); between nodes: 8 NICs of "
+_BW_SOURCES = ("in a node: nccl-tests all_reduce_perf, 8 x {gpu} SXM (Alaya NeW, "
+               "'NCCL-tests in practice', 2026, https://docs.alayanew.com/en/docs/"
+               "tech-blog/2026-05-06-nccl-tests); between nodes: 8 NICs of "
                "{nic} Gb/s per node ({nic_src}), an upper bound")
 # Megatron's FLOPs count four passes of the model with full recomputation (forward,
 # forward again, backward's two), model FLOPs three: hardware to model utilisation
@@ -151,8 +154,9 @@ def _forget_meshes() -> None:
     match them."""
     from torch.distributed.tensor import _redistribute, debug
 
+    infos = getattr(_redistribute, "_gen_transform_infos", None)
     for clear in (getattr(debug, "_clear_sharding_prop_cache", None),
-                  getattr(_redistribute._gen_transform_infos, "cache_clear", None)):
+                  getattr(infos, "cache_clear", None)):
         if clear is not None:
             clear()
 
@@ -186,7 +190,8 @@ class Layout:
             "bf16" if self.bf16 else "fp32")
 
 
-_TABLES = "benchmarks/llama3_h100_202412_torchtitan.md"  # at torchtitan 9dec370
+# quoted from torchtitan at 820504e20 (the runs in it used torchtitan 9dec370)
+_TABLES = "benchmarks/llama3_h100_202412_torchtitan.md at torchtitan 820504e20"
 _PERF = "docs/performance.md at torchtitan 3faaa1a0d"
 # torchtitan's published tables, quoted: (model, GPU, layout as they ran it, memory
 # GiB or None, tokens/s per GPU, source). Their 8B runs used the "op" policy and
