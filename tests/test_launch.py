@@ -50,11 +50,18 @@ def _script(tmp_path: Path, body: str) -> Path:
     return path
 
 
+def _running(pid: int) -> bool:
+    """True while `pid` runs; a process that ends while we look has not outlived."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _assert_nothing_left(tmp_path: Path, tag: str) -> None:
     pids = {p.name: int(p.read_text()) for p in (tmp_path / "pids").iterdir()}
     assert pids, "the script should have recorded its pids"
-    left = [name for name, pid in pids.items() if psutil.pid_exists(pid)
-            and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    left = [name for name, pid in pids.items() if _running(pid)]
     assert not left, f"processes {left} outlived the launch"
     assert not launch._processes(tag), "a process of the launch still runs"
 
