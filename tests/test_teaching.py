@@ -335,6 +335,23 @@ def estimates() -> dict[str, list[int]]:
     return found
 
 
+def test_the_guides_times_per_notebook_are_the_readmes():
+    """TEACHING.md copies the README's CPU runtime and learner time: both agree."""
+    def last_columns(text: str, drop: int) -> dict[str, list[str]]:
+        """{notebook: [runtime, learner time]}: the 2 columns before the last `drop`."""
+        found = {}
+        for nn, rest in re.findall(r"\n\| (\d\d) \|(.*)\|", text):
+            cols = [c.strip() for c in rest.split("|")]
+            found[nn] = cols[len(cols) - 2 - drop:len(cols) - drop]
+        return found
+    readme = last_columns((ROOT / "README.md").read_text(), 0)
+    guide = last_columns((ROOT / "TEACHING.md").read_text().split(
+        "## Which notebooks for which session")[1], 1)
+    assert len(guide) == len(readme) >= 18, (sorted(guide), sorted(readme))
+    for nn, times in guide.items():
+        assert times == readme[nn], f"{nn}: TEACHING.md {times}, README {readme[nn]}"
+
+
 def test_the_session_plans_add_up_with_slack():
     found = plans()
     assert len(found) >= 3, sorted(found)
