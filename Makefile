@@ -117,14 +117,13 @@ setup-compat: $(COMPAT_STAMP)
 # are not compared (they differ between versions). With them, the fast unit tests.
 # Left to make test, to save CI time: tests marked `tooling` (pyproject.toml: no torch
 # code whose version matters), tests marked `slow` (they launch the scripts, which the
-# notebooks launch here too), tests marked `pinned` (open defects on torch 2.11, each
-# stated in its marker), and the plugin's wrong answers and load runs
+# notebooks launch here too), and the plugin's wrong answers and load runs
 # (COURSE_EXTRAS=none: they test the checks and the machine, not torch).
 test-compat: export COURSE_EXTRAS := none
 test-compat: $(COMPAT_STAMP)
 	@$(COMPAT_BIN)/python -c "import sys, torch; print('compat lane: Python', \
 	    sys.version.split()[0], '· torch', torch.__version__)"
-	$(COMPAT_BIN)/pytest tests --ignore=tests/browser -m "not tooling and not slow and not pinned" \
+	$(COMPAT_BIN)/pytest tests --ignore=tests/browser -m "not tooling and not slow" \
 	    $(NOTEBOOKS) --nbval-lax $(NB_RUN) $(XDIST) --durations=0
 
 # The stated floor, Python 3.10 with the pinned torch, on a torch-only interpreter:

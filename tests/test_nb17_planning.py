@@ -234,10 +234,6 @@ def test_bus_bytes_on_a_2d_mesh_use_each_groups_size(plan, small):
     assert 0.5 < ag / rs_tp < 2, f"TP gathers {ag:.0f} B, scatters {rs_tp:.0f}"
 
 
-@pytest.mark.pinned  # torch 2.11: after another TP step, 3.7-5.2 MB places of this
-# toy step read up to 27 % lower (DTensor's propagation still reaches the tracker
-# there, through a path _propagation_apart does not cover): an open defect, so 17's
-# FSDP2 x TP rows on Colab's torch can depend on what was measured before them.
 def test_a_step_depends_on_its_case_alone(plan, two, monkeypatch):
     """FSDP2 x TP, where both c10d's and the functional collectives run. Traced again
     after another TP step has filled DTensor's sharding caches, with CommDebugMode

@@ -513,12 +513,28 @@ def _run(cfg: gpt.Config, layout: Layout, collectives: bool) -> Step:
 def _tracker(model, opt):
     """Return an FSDPMemTracker that also keeps the peak of each place in the step:
     inside block j or after it, in forward or backward (ModTracker's `parents`)."""
+    from torch._guards import active_fake_mode
     from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+    from torch.distributed.tensor import DTensor
 
     class Places(FSDPMemTracker):
         def __init__(self, mod, optm):
             super().__init__(mod, optm)
             self.places, self._after, self._inside = {}, {}, {}
+            self._step_mode = None
+
+        def __enter__(self):
+            if self._depth == 0:
+                self._step_mode = active_fake_mode()
+            return super().__enter__()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if DTensor not in types and active_fake_mode() is not self._step_mode:
+                # DTensor's propagation, under its own fake mode (_propagation_apart):
+                # no rank's memory. Newer trackers skip these operators themselves;
+                # older ones (torch 2.11) would count them
+                return func(*args, **(kwargs or {}))
+            return super().__torch_dispatch__(func, types, args, kwargs)
 
         def _update_peak_stats(self, peak_state):  # after every operator: keep it lean
             super()._update_peak_stats(peak_state)
@@ -556,8 +572,8 @@ def _propagation_apart():
     _sharding_prop.py: `detect_fake_mode() or FakeTensorMode()`). Here the whole step
     runs under FakeTensorMode, so those global tensors would be tracked as memory,
     and only where DTensor's cache misses: a rank's bytes would depend on what ran
-    before. FSDPMemTracker skips operators under any other fake mode, so this gives
-    propagation one (what it gets on a GPU, where no fake mode is active)."""
+    before. The tracker skips operators under any other fake mode (`_tracker`), so
+    this gives propagation one (what it gets on a GPU, where no fake mode is active)."""
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed.tensor import _sharding_prop
 
