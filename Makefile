@@ -9,6 +9,10 @@ ARGS   ?=
 # --no-compile: Python compiles each module when it is first imported, so installing
 # skips byte-compiling all of torch (about 40 s of CPU per environment).
 PIP_FLAGS := -q --disable-pip-version-check --no-compile
+# ... and then keeps what it compiled: where the shell sets PYTHONDONTWRITEBYTECODE,
+# every process the tests start (kernels, ranks, children) would compile torch's
+# modules again, about 2 s of CPU each.
+unexport PYTHONDONTWRITEBYTECODE
 
 # Progress bars off and a fixed hash seed, so `make outputs` and `make test` agree.
 # Only for the targets that execute notebooks: `make lab` keeps its tqdm bars.
@@ -21,11 +25,11 @@ NOTEBOOKS ?= $(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb))
 # How every lane runs notebooks; strict nbval adds the stored-output comparison.
 NB_RUN := --nbval-current-env --nbval-cell-timeout=300
 NBVAL  := --nbval $(NB_RUN) --nbval-sanitize-with tests/sanitize.cfg
-# make test and make test-compat run two test files or notebooks at a time (pytest-xdist;
-# --dist loadfile keeps each notebook's cells in order in one kernel): much of a serial
-# run waits on process start-ups, so two at a time take about half the wall time on
-# 2 cores. JOBS=0 runs serially, in this process, as `make nbval` and `make unit` do;
-# the README's per-notebook times come from such a run.
+# make test, make unit and make test-compat run two test files or notebooks at a time
+# (pytest-xdist; --dist loadfile keeps each notebook's cells in order in one kernel):
+# much of a serial run waits on process start-ups, so two at a time take about half
+# the wall time on 2 cores. JOBS=0 runs serially, in this process, as `make nbval`
+# does; the README's per-notebook times come from such a run.
 JOBS   ?= 2
 XDIST  := $(if $(filter 0,$(JOBS)),,-n $(JOBS) --dist loadfile)
 
@@ -170,9 +174,10 @@ lab: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 
-# The fast loop: every test that starts no process (marked `slow` otherwise).
+# The fast loop: every test that starts no process (marked `slow` otherwise), two
+# test files at a time as make test runs them.
 unit: $(STAMP) $(TEACH_STAMP)
-	$(BIN)/pytest tests --ignore=tests/browser -m "not slow" -p no:nbval --durations=10
+	$(BIN)/pytest tests --ignore=tests/browser -m "not slow" -p no:nbval $(XDIST) --durations=10
 
 nbval: $(STAMP)
 	$(BIN)/pytest $(NBVAL) $(NOTEBOOKS) --durations=0
