@@ -117,7 +117,7 @@ def verdict(value: float, bands: list[tuple[float, str]], *, ideal: float | None
 
     `spread` is the (lowest, highest) of the samples behind `value`: when they fall in
     different bands, the words say the run was too noisy to tell.
-    Used by notebooks 01, 03, 05, 07, 08, 11-15, 18.
+    Used by notebooks 01, 03, 05-08, 11-15, 18.
     """
     limits = [limit for limit, _ in bands]
     if limits != sorted(limits):

@@ -107,17 +107,26 @@ class _Clock:
 
 
 def test_the_pretend_gpu_tells_each_missed_part_apart(ns, monkeypatch):
-    """On a clock that only the pretend GPU's waits move: the same verdicts as on the
-    wall clock, where the notebook's own check runs these answers (under nbval, which
-    feeds it every wrong answer), without the 2 s of sleeping each answer costs and
-    with no load on the machine to blur a 0.4 s margin."""
+    """On a clock that only the pretend GPU's waits move, so that no load blurs a
+    0.4 s margin and no answer sleeps its 2 s: every wrong answer gets a reason, and
+    together they name every missed part. The notebook's own check runs the same
+    answers on the wall clock, under nbval, which feeds it every wrong answer."""
     clock = _Clock()
     monkeypatch.setattr(time, "perf_counter", clock.perf_counter)
     monkeypatch.setattr(time, "sleep", clock.sleep)
     assert ns["fake_problem"](ns["STARTUP_SOLUTION"]) == ""
+    answers = _wrong(2)
     said = [ns["fake_problem"](ast.literal_eval(answer.split("=", 1)[1].strip()))
-            for answer in _wrong(2)]
+            for answer in answers]
+    passed = [a for a, why in zip(answers, said, strict=True) if not why]
+    assert not passed, f"the pretend GPU found nothing missed in: {passed}"
     for part in ("no CUDA tensor", "no synchronise", "wall clock", "import is in it"):
         assert any(part in why for why in said), (part, said)
+    with ns["fake_gpu"]():  # reading a result waits for the queued work, as on a GPU
+        t = torch.ones(3).cuda() * 2
+        start = time.perf_counter()
+        t.sum().item()
+    waited = time.perf_counter() - start
+    assert waited == pytest.approx(1.0), f".item() waited {waited:.2f} s, not 1 s"
     assert torch.cuda.synchronize is not ns["fake_sync"]  # the fake is gone after
     assert builtins.__import__ is __import__  # and the slow import too
