@@ -42,6 +42,34 @@ def test_learner_time_in_the_table_is_the_stated_estimate(number, name, minutes)
         f"{name} needs about {estimate} min, more than one sitting ({MAX_MINUTES} min)")
 
 
+CELL_S = re.compile(r"\| (\d+) s \| \d+ min \|$")  # the README's measured cell time
+SAID_S = re.compile(r"Runs anywhere in (?:< ?(\d+) s|about (\d+) s|(under a minute))")
+
+
+def test_a_notebooks_own_cpu_time_agrees_with_the_readmes():
+    """A notebook's Hardware line says how long it runs on a CPU: a bound ("< 40 s",
+    "under a minute") at or above the README's measured time, or "about" within a
+    third of it. Each line names the number that a learner reads first."""
+    rows = {m[2]: int(CELL_S.search(line)[1]) for line in
+            (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+            if (m := ROW.match(line))}
+    wrong, said = [], 0
+    for path in NOTEBOOKS:
+        found = SAID_S.search(path.read_text(encoding="utf-8"))
+        if found is None:
+            continue
+        said += 1
+        below, about, minute = found.groups()
+        measured = rows[path.name]
+        bound = int(below) if below else 60 if minute else None
+        if bound is not None and measured > bound:
+            wrong.append(f"{path.name}: says {found[0]!r}, measured {measured} s")
+        if about and abs(int(about) - measured) > measured / 3:
+            wrong.append(f"{path.name}: says about {about} s, measured {measured} s")
+    assert said >= 10, f"only {said} notebooks state their CPU time"
+    assert not wrong, wrong
+
+
 def test_table_rows_parse_and_a_wrong_row_does_not():
     good = "| 01 | [A](notebooks/01_a.ipynb) | t | c | g | m | 4 s | 30 min |"
     assert table_rows(good) == [("01", "01_a.ipynb", 30)]
